@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/host_memory.h"
 #include "runtime/trace.h"
 
 namespace tpuoff::runtime {
@@ -65,9 +66,9 @@ absl::StatusOr<DeviceBuffer*> Device::Allocate(int64_t bytes,
                                                const std::string& op) {
   if (absl::Status s = CheckCapacity(bytes, op); !s.ok()) return s;
   // Host memory: 64-byte aligned, at least one cache line so empty arrays
-  // still have a valid address.
-  const size_t host_bytes = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
-  void* data = std::aligned_alloc(64, host_bytes);
+  // still have a valid address; large blocks are recycled across runs
+  // (runtime/host_memory.h).
+  void* data = HostAlloc(std::max<int64_t>(bytes, 1));
   if (data == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "device ", id_, ": host memory exhausted while allocating ",
@@ -115,13 +116,13 @@ void Device::Free(DeviceBuffer* buffer, const std::string& op) {
   records_.push_back({AllocationRecord::Kind::kFree, buffer->id, op,
                       buffer->bytes, now, stats_.bytes_in_use});
   if (trace_ != nullptr) trace_->AddCounter({id_, now, stats_.bytes_in_use});
-  if (buffer->owns_data) std::free(buffer->data);
+  if (buffer->owns_data) HostFree(buffer->data);
   delete buffer;
 }
 
 void Device::ReleaseAll() {
   for (DeviceBuffer* b : live_) {
-    if (b->owns_data) std::free(b->data);
+    if (b->owns_data) HostFree(b->data);
     delete b;
   }
   live_.clear();

@@ -79,7 +79,7 @@ class Device {
   absl::StatusOr<DeviceBuffer*> AllocateBorrowed(int64_t bytes, const std::string& op,
                                                  void* data);
   // Hands the buffer's host memory to the caller (release it with
-  // std::free), e.g. to become an output literal without a copy; the
+  // runtime::HostFree), e.g. to become an output literal without a copy; the
   // buffer stays accounted until freed. nullptr for borrowed memory.
   void* TakeData(DeviceBuffer* buffer);
   void Free(DeviceBuffer* buffer, const std::string& op);

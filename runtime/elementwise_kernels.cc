@@ -1,5 +1,7 @@
 #include "runtime/elementwise_kernels.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/float16.h"
+#include "runtime/elementwise_ops.h"
 #include "runtime/simd_math.h"
 
 namespace tpuoff::runtime {
@@ -15,92 +18,8 @@ namespace {
 
 using hlo::HloOpcode;
 using hlo::PrimitiveType;
+using namespace elementwise;  // NOLINT: the op structs and rounding helpers
 
-// Rounding modes of the compute representation: none, bf16, f16.
-enum Round { kNone = 0, kBf16 = 1, kF16 = 2 };
-
-inline float RoundF16(float v) { return hlo::F16ToF32(hlo::F32ToF16(v)); }
-
-template <typename C, int R>
-inline C Rnd(C v) {
-  if constexpr (R == kBf16) {
-    return hlo::RoundToBf16(v);
-  } else if constexpr (R == kF16) {
-    return RoundF16(v);
-  } else {
-    return v;
-  }
-}
-
-// Categories an op accepts.
-enum Cat { kFloatOnly = 1, kIntOnly = 2, kPredOnly = 4 };
-
-template <typename C>
-using U = std::make_unsigned_t<C>;
-
-template <typename C>
-constexpr bool kIsFloat = std::is_floating_point_v<C>;
-
-// ----- unary ops -------------------------------------------------------------
-struct NegOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C x) {
-    if constexpr (kIsFloat<C>) return -x;
-    else return static_cast<C>(U<C>(0) - static_cast<U<C>>(x));
-  }
-};
-struct AbsOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C x) {
-    if constexpr (kIsFloat<C>) return std::fabs(x);
-    else if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < 0 ? static_cast<C>(U<C>(0) - static_cast<U<C>>(x)) : x;
-  }
-};
-struct SignOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C x) {
-    if constexpr (kIsFloat<C>) {
-      if (std::isnan(x) || x == 0) return x;
-      return x > 0 ? C(1) : C(-1);
-    } else if constexpr (std::is_unsigned_v<C>) {
-      return x != 0 ? C(1) : C(0);
-    } else {
-      return static_cast<C>((x > 0) - (x < 0));
-    }
-  }
-};
-struct NotOp {
-  static constexpr int kCats = kIntOnly | kPredOnly;
-  template <typename C>
-  static C Apply(C x) { return static_cast<C>(~x); }
-  static uint8_t ApplyPred(uint8_t x) { return x ? 0 : 1; }
-};
-#define TPUOFF_FLOAT_UNARY(Name, expr)            \
-  struct Name {                                   \
-    static constexpr int kCats = kFloatOnly;      \
-    template <typename C>                         \
-    static C Apply(C x) { return expr; }          \
-  };
-TPUOFF_FLOAT_UNARY(ExpOp, std::exp(x))
-TPUOFF_FLOAT_UNARY(Expm1Op, std::expm1(x))
-TPUOFF_FLOAT_UNARY(LogOp, std::log(x))
-TPUOFF_FLOAT_UNARY(Log1pOp, std::log1p(x))
-TPUOFF_FLOAT_UNARY(SqrtOp, std::sqrt(x))
-TPUOFF_FLOAT_UNARY(RsqrtOp, C(1) / std::sqrt(x))
-TPUOFF_FLOAT_UNARY(CbrtOp, std::cbrt(x))
-TPUOFF_FLOAT_UNARY(TanhOp, std::tanh(x))
-TPUOFF_FLOAT_UNARY(LogisticOp, C(1) / (C(1) + std::exp(-x)))
-TPUOFF_FLOAT_UNARY(SinOp, std::sin(x))
-TPUOFF_FLOAT_UNARY(CosOp, std::cos(x))
-TPUOFF_FLOAT_UNARY(FloorOp, std::floor(x))
-TPUOFF_FLOAT_UNARY(CeilOp, std::ceil(x))
-TPUOFF_FLOAT_UNARY(RoundAfzOp, std::round(x))
-TPUOFF_FLOAT_UNARY(RoundEvenOp, std::nearbyint(x))
-#undef TPUOFF_FLOAT_UNARY
 
 // Ops with a vectorised f32 array form (runtime/simd_math.h); other ops
 // and types use the scalar Apply.
@@ -132,166 +51,6 @@ void UnaryPredLoop(const void* a, void* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = Op::ApplyPred(x[i]);
 }
 
-// ----- binary ops ------------------------------------------------------------
-template <typename C>
-C FMax(C a, C b) {
-  if (std::isnan(a)) return a;
-  if (std::isnan(b)) return b;
-  return a > b ? a : b;
-}
-template <typename C>
-C FMin(C a, C b) {
-  if (std::isnan(a)) return a;
-  if (std::isnan(b)) return b;
-  return a < b ? a : b;
-}
-
-struct AddOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return a + b;
-    else return static_cast<C>(static_cast<U<C>>(a) + static_cast<U<C>>(b));
-  }
-};
-struct SubOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return a - b;
-    else return static_cast<C>(static_cast<U<C>>(a) - static_cast<U<C>>(b));
-  }
-};
-struct MulOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
-      return a * b;
-    } else {
-      // Promote narrow types to the unsigned type of at least int width so
-      // the product wraps instead of overflowing a signed int.
-      using W = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned,
-                                   U<C>>;
-      return static_cast<C>(static_cast<W>(static_cast<U<C>>(a)) *
-                            static_cast<W>(static_cast<U<C>>(b)));
-    }
-  }
-};
-struct DivOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
-      return a / b;
-    } else if constexpr (std::is_unsigned_v<C>) {
-      return b == 0 ? std::numeric_limits<C>::max() : static_cast<C>(a / b);
-    } else {  // XLA: x/0 = -1, INT_MIN/-1 = INT_MIN
-      if (b == 0) return C(-1);
-      if (a == std::numeric_limits<C>::min() && b == C(-1)) return a;
-      return static_cast<C>(a / b);
-    }
-  }
-};
-struct RemOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
-      return std::fmod(a, b);
-    } else if constexpr (std::is_unsigned_v<C>) {
-      return b == 0 ? a : static_cast<C>(a % b);
-    } else {  // XLA: x%0 = x, INT_MIN % -1 = 0
-      if (b == 0) return a;
-      if (a == std::numeric_limits<C>::min() && b == C(-1)) return C(0);
-      return static_cast<C>(a % b);
-    }
-  }
-};
-struct MaxOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly | kPredOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return FMax(a, b);
-    else return a > b ? a : b;
-  }
-  static uint8_t ApplyPred(uint8_t a, uint8_t b) { return a | b; }
-};
-struct MinOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly | kPredOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return FMin(a, b);
-    else return a < b ? a : b;
-  }
-  static uint8_t ApplyPred(uint8_t a, uint8_t b) { return a & b; }
-};
-struct PowOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
-      return std::pow(a, b);
-    } else {
-      if constexpr (std::is_signed_v<C>) {
-        if (b < 0) return a == 1 ? C(1) : a == -1 ? ((b & 1) ? C(-1) : C(1)) : C(0);
-      }
-      C result = 1, base = a;
-      for (auto e = static_cast<U<C>>(b); e != 0; e >>= 1) {
-        if (e & 1) result = MulOp::Apply(result, base);
-        base = MulOp::Apply(base, base);
-      }
-      return result;
-    }
-  }
-};
-struct Atan2Op {
-  static constexpr int kCats = kFloatOnly;
-  template <typename C>
-  static C Apply(C a, C b) { return std::atan2(a, b); }
-};
-#define TPUOFF_BITWISE(Name, op)                                           \
-  struct Name {                                                            \
-    static constexpr int kCats = kIntOnly | kPredOnly;                     \
-    template <typename C>                                                  \
-    static C Apply(C a, C b) { return static_cast<C>(a op b); }            \
-    static uint8_t ApplyPred(uint8_t a, uint8_t b) { return a op b; }      \
-  };
-TPUOFF_BITWISE(AndOp, &)
-TPUOFF_BITWISE(OrOp, |)
-TPUOFF_BITWISE(XorOp, ^)
-#undef TPUOFF_BITWISE
-// Shifts by >= the bit width give 0 (or the sign fill for arithmetic right).
-struct ShlOp {
-  static constexpr int kCats = kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    const auto s = static_cast<U<C>>(b);
-    if (s >= sizeof(C) * 8) return 0;
-    return static_cast<C>(static_cast<U<C>>(a) << s);
-  }
-};
-struct ShrlOp {
-  static constexpr int kCats = kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    const auto s = static_cast<U<C>>(b);
-    if (s >= sizeof(C) * 8) return 0;
-    return static_cast<C>(static_cast<U<C>>(a) >> s);
-  }
-};
-struct ShraOp {
-  static constexpr int kCats = kIntOnly;
-  template <typename C>
-  static C Apply(C a, C b) {
-    using S = std::make_signed_t<C>;
-    const auto s = static_cast<U<C>>(b);
-    const S sa = static_cast<S>(a);
-    if (s >= sizeof(C) * 8) return static_cast<C>(sa < 0 ? S(-1) : S(0));
-    return static_cast<C>(sa >> s);
-  }
-};
-
 // S: which operand is a single element read for every i (ScalarOperand).
 template <int S, typename C>
 inline C Arg(const C* p, int64_t i, int which) {
@@ -320,26 +79,6 @@ absl::Status Unsupported(absl::string_view what, PrimitiveType t) {
   return absl::UnimplementedError(absl::StrCat(
       what, " is not defined for element type ", hlo::PrimitiveTypeName(t)));
 }
-
-// The one type dispatch: calls F::template Make<C, R>() for the compute type
-// of `t`, or F::MakePred() for pred.
-#define TPUOFF_TYPE_DISPATCH(t, F)                                   \
-  switch (t) {                                                       \
-    case PrimitiveType::kPred: return F::MakePred();                 \
-    case PrimitiveType::kS8: return F::template Make<int8_t, kNone>(); \
-    case PrimitiveType::kS16: return F::template Make<int16_t, kNone>(); \
-    case PrimitiveType::kS32: return F::template Make<int32_t, kNone>(); \
-    case PrimitiveType::kS64: return F::template Make<int64_t, kNone>(); \
-    case PrimitiveType::kU8: return F::template Make<uint8_t, kNone>(); \
-    case PrimitiveType::kU16: return F::template Make<uint16_t, kNone>(); \
-    case PrimitiveType::kU32: return F::template Make<uint32_t, kNone>(); \
-    case PrimitiveType::kU64: return F::template Make<uint64_t, kNone>(); \
-    case PrimitiveType::kBF16: return F::template Make<float, kBf16>(); \
-    case PrimitiveType::kF16: return F::template Make<float, kF16>();  \
-    case PrimitiveType::kF32: return F::template Make<float, kNone>(); \
-    case PrimitiveType::kF64: return F::template Make<double, kNone>(); \
-    default: return nullptr;                                         \
-  }
 
 template <class Op>
 struct UnaryMaker {
@@ -426,10 +165,39 @@ void StoreLoop(const void* in, void* dst, int64_t n) {
   const C* c = static_cast<const C*>(in);
   S* d = static_cast<S*>(dst);
   if constexpr (std::is_same_v<S, C>) {
-    std::memcpy(d, c, n * sizeof(C));
+    std::memmove(d, c, n * sizeof(C));  // may be in place (a fused identity)
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = StoreOne<S, C, R>(c[i]);
   }
+}
+
+// Streaming (non-temporal) stores for outputs far larger than the caches:
+// whole aligned 64-byte lines bypass the cache, so the line is not read
+// first (no read-for-ownership) and does not evict the inputs.
+template <typename S, typename C, int R>
+void StreamStoreLoop(const void* in, void* dst, int64_t n) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  const C* c = static_cast<const C*>(in);
+  S* d = static_cast<S*>(dst);
+  constexpr int64_t kLine = 64 / sizeof(S);
+  int64_t i = 0;
+  // Head up to the first aligned line.
+  for (; i < n && (reinterpret_cast<uintptr_t>(d + i) & 63) != 0; ++i) d[i] = StoreOne<S, C, R>(c[i]);
+  alignas(64) S line[kLine];
+  for (; i + kLine <= n; i += kLine) {
+    for (int64_t j = 0; j < kLine; ++j) line[j] = StoreOne<S, C, R>(c[i + j]);
+#if defined(__AVX512F__)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_load_si512(line));
+#else
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_load_si256(reinterpret_cast<const __m256i*>(line)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i) + 1, _mm256_load_si256(reinterpret_cast<const __m256i*>(line) + 1));
+#endif
+  }
+  for (; i < n; ++i) d[i] = StoreOne<S, C, R>(c[i]);
+  _mm_sfence();  // order the streamed lines before the loop's completion
+#else
+  StoreLoop<S, C, R>(in, dst, n);
+#endif
 }
 
 // ----- compare ---------------------------------------------------------------
@@ -649,6 +417,16 @@ StoreKernel GetStoreKernel(PrimitiveType t) {
     case PrimitiveType::kF32: return &StoreLoop<float, float, kNone>;
     case PrimitiveType::kF64: return &StoreLoop<double, double, kNone>;
     default: return nullptr;
+  }
+}
+
+StoreKernel GetStreamingStoreKernel(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kBF16: return &StreamStoreLoop<uint16_t, float, kBf16>;
+    case PrimitiveType::kF16: return &StreamStoreLoop<uint16_t, float, kF16>;
+    case PrimitiveType::kF32: return &StreamStoreLoop<float, float, kNone>;
+    case PrimitiveType::kS32: return &StreamStoreLoop<int32_t, int32_t, kNone>;
+    default: return GetStoreKernel(t);
   }
 }
 

@@ -39,6 +39,9 @@ LoadKernel GetLoadKernel(hlo::PrimitiveType type);
 // on_false (the predicate is always a block).
 enum class ScalarOperand { kNone, kFirst, kSecond };
 StoreKernel GetStoreKernel(hlo::PrimitiveType type);
+// The same with non-temporal stores of whole 64-byte lines where the ISA
+// has them: for outputs much larger than the caches, written once.
+StoreKernel GetStreamingStoreKernel(hlo::PrimitiveType type);
 
 // Unary elementwise ops (negate ... not), same type in and out.
 absl::StatusOr<UnaryKernel> GetUnaryKernel(hlo::HloOpcode op,

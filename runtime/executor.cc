@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/status_macros.h"
 #include "runtime/exec_context.h"
+#include "runtime/host_memory.h"
 #include "runtime/loop_program.h"
 #include "runtime/ops.h"
 #include "runtime/ops_window.h"
@@ -399,7 +400,7 @@ absl::Status RunDevice(ExecContext& ctx, absl::Span<const Literal> args,
                      ? ctx.device->TakeData(result[i])
                      : nullptr;
     if (data != nullptr) {
-      outputs->push_back(Literal::AdoptArray(shape, data, &std::free));
+      outputs->push_back(Literal::AdoptArray(shape, data, &HostFree));
       continue;
     }
     Literal lit(shape);

@@ -11,6 +11,7 @@
 #include "hlo/status_macros.h"
 #include "runtime/ops.h"
 #include "runtime/parallel.h"
+#include "runtime/simd_math.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -99,6 +100,9 @@ class Builder {
     n.strides = std::move(strides);
     n.dynamic = std::move(dynamic);
     n.load = GetLoadKernel(n.type);
+    // Storage equals compute representation except for 16-bit floats.
+    n.direct = n.type != PrimitiveType::kBF16 && n.type != PrimitiveType::kF16 &&
+               hlo::ByteWidth(n.type) == ComputeWidth(n.type);
     return AddNode(std::move(n));
   }
 
@@ -145,6 +149,7 @@ class Builder {
     const bool s0 = n.args[0] >= 0 && Invariant(n.args[0]);
     const bool s1 = n.args[1] >= 0 && Invariant(n.args[1]);
     const bool s2 = n.args[2] >= 0 && Invariant(n.args[2]);
+    n.opcode = op;
     if (hlo::IsElementwiseUnary(op)) {
       n.kind = LoopNode::Kind::kUnary;
       ASSIGN_OR_RETURN(n.unary, GetUnaryKernel(op, type));
@@ -299,6 +304,71 @@ void FindIdentityInputs(LoopProgram* p) {
   }
 }
 
+// Uses of each node: by other nodes, the root and reduce outputs.
+std::vector<int> UseCounts(const LoopProgram& p) {
+  std::vector<int> uses(p.nodes.size(), 0);
+  for (const LoopNode& n : p.nodes) {
+    for (int a : n.args) {
+      if (a >= 0) ++uses[a];
+    }
+  }
+  if (p.root >= 0) ++uses[p.root];
+  for (const LoopReduceOutput& o : p.reduce_outputs) {
+    if (o.node >= 0) ++uses[o.node];
+    for (int a : o.args) {
+      if (a >= 0) ++uses[a];
+    }
+  }
+  return uses;
+}
+
+// Single-use producers computed inside their consumer's pass (bit for bit
+// what the separate passes give): exp(x - s) and reduced selects / f32
+// products. The producers become dead and are pruned.
+void FuseIntoConsumers(LoopProgram* p) {
+  const std::vector<int> uses = UseCounts(*p);
+  for (LoopNode& n : p->nodes) {
+    if (n.kind != LoopNode::Kind::kUnary || n.opcode != HloOpcode::kExp ||
+        n.type != PrimitiveType::kF32 || n.invariant) {
+      continue;
+    }
+    const LoopNode& d = p->nodes[n.args[0]];
+    if (d.kind != LoopNode::Kind::kBinary || d.type != PrimitiveType::kF32 ||
+        uses[n.args[0]] != 1 || d.invariant) {
+      continue;
+    }
+    const bool sub = d.opcode == HloOpcode::kSubtract && d.binary_vs != nullptr;
+    const bool add_rhs = d.opcode == HloOpcode::kAdd && d.binary_vs != nullptr;
+    const bool add_lhs = d.opcode == HloOpcode::kAdd && d.binary_sv != nullptr;
+    if (!sub && !add_rhs && !add_lhs) continue;
+    const int x = add_lhs ? d.args[1] : d.args[0];
+    const int sh = add_lhs ? d.args[0] : d.args[1];
+    n.kind = LoopNode::Kind::kExpShift;
+    n.negate = !sub;  // exp(x + s) == exp(x - (-s)) exactly
+    n.args[0] = x;
+    n.args[1] = sh;
+  }
+  for (LoopReduceOutput& o : p->reduce_outputs) {
+    if (o.fold == nullptr || uses[o.node] != 1) continue;
+    const LoopNode& v = p->nodes[o.node];
+    if (v.invariant) continue;
+    const auto inv = [&](int a) { return p->nodes[a].invariant; };
+    if (v.kind == LoopNode::Kind::kSelect && !inv(v.args[0]) && !inv(v.args[1]) &&
+        inv(v.args[2])) {
+      o.fold_select = GetFoldSelectKernel(o.op, o.type);
+      if (o.fold_select == nullptr) continue;
+    } else if (v.kind == LoopNode::Kind::kBinary && v.opcode == HloOpcode::kMultiply &&
+               !inv(v.args[0]) && !inv(v.args[1])) {
+      o.fold_product = GetFoldProductKernel(o.op, o.type);
+      if (o.fold_product == nullptr) continue;
+    } else {
+      continue;
+    }
+    for (int k = 0; k < 3; ++k) o.args[k] = v.args[k];
+    o.node = -1;
+  }
+}
+
 // A narrowing float convert at the root is what the store does anyway
 // (round to nearest even), so the store reads the f32 value directly.
 void DropRootConvert(LoopProgram* p) {
@@ -317,7 +387,12 @@ void PruneDeadNodes(LoopProgram* p) {
   const int n = static_cast<int>(p->nodes.size());
   std::vector<bool> live(n, false);
   if (p->root >= 0) live[p->root] = true;
-  for (const LoopReduceOutput& o : p->reduce_outputs) live[o.node] = true;
+  for (const LoopReduceOutput& o : p->reduce_outputs) {
+    if (o.node >= 0) live[o.node] = true;
+    for (int a : o.args) {
+      if (a >= 0) live[a] = true;
+    }
+  }
   for (int i = n - 1; i >= 0; --i) {
     if (!live[i]) continue;
     for (int a : p->nodes[i].args) {
@@ -338,7 +413,12 @@ void PruneDeadNodes(LoopProgram* p) {
   }
   p->nodes = std::move(kept);
   if (p->root >= 0) p->root = remap[p->root];
-  for (LoopReduceOutput& o : p->reduce_outputs) o.node = remap[o.node];
+  for (LoopReduceOutput& o : p->reduce_outputs) {
+    if (o.node >= 0) o.node = remap[o.node];
+    for (int& a : o.args) {
+      if (a >= 0) a = remap[a];
+    }
+  }
 }
 
 // Marks invariant values some consumer needs as a whole block.
@@ -349,6 +429,7 @@ void MarkSplats(LoopProgram* p) {
       const int a = n.args[k];
       if (a < 0 || !p->nodes[a].invariant) continue;
       const bool scalar = n.kind == LoopNode::Kind::kIotaEq ||
+                          (n.kind == LoopNode::Kind::kExpShift && k == 1) ||
                           (k == 1 && (n.binary_vs || n.ternary_vsv)) ||
                           (k == 0 && n.binary_sv) || (k == 2 && n.ternary_vvs);
       if (!scalar) p->nodes[a].splat = true;
@@ -356,7 +437,7 @@ void MarkSplats(LoopProgram* p) {
   }
   if (p->root >= 0 && p->nodes[p->root].invariant) p->nodes[p->root].splat = true;
   for (const LoopReduceOutput& o : p->reduce_outputs) {
-    if (p->nodes[o.node].invariant) p->nodes[o.node].splat = true;
+    if (o.node >= 0 && p->nodes[o.node].invariant) p->nodes[o.node].splat = true;
   }
 }
 
@@ -377,7 +458,12 @@ void AssignScratch(LoopProgram* p) {
     }
   }
   if (p->root >= 0) last_use[p->root] = n;
-  for (const LoopReduceOutput& o : p->reduce_outputs) last_use[o.node] = n;
+  for (const LoopReduceOutput& o : p->reduce_outputs) {
+    if (o.node >= 0) last_use[o.node] = n;
+    for (int a : o.args) {
+      if (a >= 0) last_use[a] = n;
+    }
+  }
   std::vector<int> free_slots, slot(n, -1);
   std::vector<std::vector<int>> dies_after(n + 1);
   int blocks = 0, scalars = 0;
@@ -432,6 +518,9 @@ void Splat(uint8_t* block, int w, int64_t n) {
   }
 }
 
+constexpr int64_t kPrefetchRows = 4;
+constexpr int64_t kStreamingStoreBytes = int64_t{256} << 20;
+
 // Per-run state: the program, input pointers and dynamic offsets.
 struct Evaluator {
   const LoopProgram& p;
@@ -462,8 +551,11 @@ struct Evaluator {
     return scratch + p.nodes[node].scratch_offset;
   }
 
-  // Evaluates every node for elements [c0, c0+n) of row `row`.
-  void Eval(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx) const {
+  // Evaluates every node for elements [c0, c0+n) of row `row`; vals[i] is
+  // then node i's block (in scratch, or in the input array itself for a
+  // contiguous load whose storage is its compute representation).
+  void Eval(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,
+            uint8_t** vals) const {
     for (int64_t d = rank - 2, r = row; d >= 0; --d) {
       idx[d] = r % row_dims[d];
       r /= row_dims[d];
@@ -471,8 +563,9 @@ struct Evaluator {
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       const LoopNode& node = p.nodes[i];
       uint8_t* block = Slot(scratch, static_cast<int>(i));
+      vals[i] = block;
       const int64_t m = node.invariant ? 1 : n;
-      auto arg = [&](int k) { return Slot(scratch, node.args[k]); };
+      auto arg = [&](int k) { return vals[node.args[k]]; };
       switch (node.kind) {
         case LoopNode::Kind::kLoad: {
           int64_t base = offsets[i];
@@ -482,12 +575,17 @@ struct Evaluator {
           const int width = hlo::ByteWidth(node.type);
           const uint8_t* src = static_cast<const uint8_t*>(inputs[node.input]) +
                                base * width;
-          node.load(src, minor, block, m);
+          if (node.direct && minor == 1) {
+            vals[i] = const_cast<uint8_t*>(src);  // read only: never a kernel's output
+          } else {
+            node.load(src, minor, block, m);
+          }
           // Rows of a tile are short runs far apart (e.g. 4 KiB of a 300 KiB
           // logits row): hardware prefetchers stop at each page, so fetch
-          // the next row's run while this block is computed.
+          // the run kPrefetchRows rows ahead while this block is computed
+          // (1 to 4 rows measure alike at the seed shape; none is 40% slower).
           if (m > 1 && minor == 1 && rank >= 2) {
-            const uint8_t* next = src + node.strides[rank - 2] * width;
+            const uint8_t* next = src + kPrefetchRows * node.strides[rank - 2] * width;
             for (int64_t b = 0; b < m * width; b += 64) __builtin_prefetch(next + b);
           }
           break;
@@ -526,6 +624,12 @@ struct Evaluator {
           k(arg(0), arg(1), arg(2), block, m);
           break;
         }
+        case LoopNode::Kind::kExpShift: {
+          const float s = *reinterpret_cast<const float*>(arg(1));
+          simd::ExpShifted(reinterpret_cast<const float*>(arg(0)), node.negate ? -s : s,
+                           reinterpret_cast<float*>(block), m);
+          break;
+        }
         case LoopNode::Kind::kIotaEq: {
           const int64_t at = ReadIndex(p.nodes[node.args[0]].type, arg(0)) - c0;
           std::memset(block, node.negate ? 1 : 0, m);
@@ -553,6 +657,7 @@ int ThreadsFor(int64_t elements, int num_threads) {
 
 absl::StatusOr<LoopProgram> FinishProgram(LoopProgram p) {
   DropRootConvert(&p);
+  FuseIntoConsumers(&p);
   PruneDeadNodes(&p);
   MarkSplats(&p);
   AssignScratch(&p);
@@ -568,6 +673,8 @@ absl::StatusOr<LoopProgram> BuildLoopProgram(
   p.shape = hlo::Shape(root->shape().element_type(), root->shape().dimensions());
   p.out_type = root->shape().element_type();
   p.store = GetStoreKernel(p.out_type);
+  p.stream_store = GetStreamingStoreKernel(p.out_type);
+  p.output_bytes = root->shape().byte_size();
   Builder b(&p, members);
   ASSIGN_OR_RETURN(p.root, b.Build(root));
   FindIdentityInputs(&p);
@@ -605,10 +712,17 @@ absl::StatusOr<LoopProgram> BuildLoopMultiReduceProgram(
                                               " is not a streaming reduce of this loop"));
     }
     LoopReduceOutput out;
+    out.op = *op;
     ASSIGN_OR_RETURN(out.node, b.Build(reduce->operand(0)));
     out.type = reduce->shape().element_type();
     out.store = GetStoreKernel(out.type);
     ASSIGN_OR_RETURN(out.combine, GetBinaryKernel(*op, out.type));
+    out.fold = GetFoldKernel(*op, out.type);
+    uint64_t identity = 0;
+    if (!ReducerIdentity(*op, out.type, &identity)) out.fold = nullptr;
+    const int w = ComputeWidth(out.type);
+    out.identity_lanes.resize(kFoldLanes * w);
+    for (int l = 0; l < kFoldLanes; ++l) std::memcpy(&out.identity_lanes[l * w], &identity, w);
     p.reduce_outputs.push_back(out);
   }
   // Init values are inputs like any other (loaded once per segment); a
@@ -640,6 +754,8 @@ absl::StatusOr<LoopProgram> BuildLoopUpdateProgram(
   p.update = true;
   p.out_type = dus->shape().element_type();
   p.store = GetStoreKernel(p.out_type);
+  p.stream_store = GetStreamingStoreKernel(p.out_type);
+  p.output_bytes = dus->shape().byte_size();
   p.out_strides = dus->shape().rank() ? dus->shape().Strides() : std::vector<int64_t>{};
   Builder b(&p, members);
   ASSIGN_OR_RETURN(p.root, b.Build(update));
@@ -651,6 +767,38 @@ absl::StatusOr<LoopProgram> BuildLoopUpdateProgram(
                             p.out_strides[d], max_start});
   }
   return FinishProgram(std::move(p));
+}
+
+std::string LoopProgramToString(const LoopProgram& p) {
+  static const char* const kKinds[] = {"load",    "iota",      "unary",  "binary",
+                                       "compare", "convert",   "is-finite", "select",
+                                       "clamp",   "iota-eq",   "exp-shift"};
+  std::string out;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const LoopNode& n = p.nodes[i];
+    absl::StrAppend(&out, "n", i, " = ", kKinds[static_cast<int>(n.kind)], "(");
+    for (int k = 0; k < 3 && n.args[k] >= 0; ++k) {
+      absl::StrAppend(&out, k ? ", " : "", "n", n.args[k],
+                      p.nodes[n.args[k]].invariant && !n.invariant ? "*" : "");
+    }
+    if (n.kind == LoopNode::Kind::kLoad) {
+      absl::StrAppend(&out, "in", n.input, n.direct ? " direct" : "",
+                      n.dynamic.empty() ? "" : " dynamic");
+    }
+    absl::StrAppend(&out, ") ", hlo::PrimitiveTypeName(n.type),
+                    n.invariant ? (n.splat ? " invariant splat" : " invariant") : "", "\n");
+  }
+  if (p.root >= 0) absl::StrAppend(&out, "root n", p.root, p.update ? " (update)" : "", "\n");
+  for (const LoopReduceOutput& o : p.reduce_outputs) {
+    if (o.node >= 0) {
+      absl::StrAppend(&out, "reduce n", o.node, "\n");
+    } else {
+      absl::StrAppend(&out, "reduce ", o.fold_select ? "select" : "product", "(n", o.args[0],
+                      ", n", o.args[1], o.fold_select ? absl::StrCat(", n", o.args[2]) : "",
+                      ")\n");
+    }
+  }
+  return out;
 }
 
 void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
@@ -675,21 +823,29 @@ void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
       out_base = ev.DynamicOffset(p.out_starts);
     }
     const int64_t items = rows * bpr;
+    // An update of an array far beyond the last-level cache (dlogits of a
+    // [B,T,V] tile loop) streams its stores past the cache: no
+    // read-for-ownership of lines it overwrites whole. (Measured ~5% on the
+    // seed shape's backward; plain elementwise outputs lose with it, as a
+    // following step usually reads them back.)
+    const StoreKernel store =
+        p.update && p.output_bytes >= kStreamingStoreBytes ? p.stream_store : p.store;
     ParallelFor(ThreadsFor(rows * cols, num_threads), items, [&](int64_t begin, int64_t end) {
       uint8_t* scratch = ThreadScratch(scratch_bytes);
       std::vector<int64_t> idx(std::max<int64_t>(rank, 1));
-      const uint8_t* root = ev.Slot(scratch, p.root);
+      std::vector<uint8_t*> vals(p.nodes.size());
       for (int64_t item = begin; item < end; ++item) {
         const int64_t row = item / bpr;
         const int64_t c0 = (item % bpr) * kLoopBlock;
         const int64_t n = std::min(kLoopBlock, cols - c0);
-        ev.Eval(row, c0, n, scratch, idx.data());
+        ev.Eval(row, c0, n, scratch, idx.data(), vals.data());
+        const uint8_t* root = vals[p.root];
         int64_t pos = row * cols + c0;
         if (p.update) {
           pos = out_base + c0;
           for (int64_t d = 0; d + 1 < rank; ++d) pos += idx[d] * out_row_strides[d];
         }
-        p.store(root, out + pos * out_width, n);
+        store(root, out + pos * out_width, n);
       }
     });
     return;
@@ -697,8 +853,10 @@ void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
 
   // Streaming reductions over dims [k, rank): segment s covers rows
   // [s*seg_rows, (s+1)*seg_rows). Each chunk of kReduceChunkBlocks row-blocks
-  // folds into kLoopBlock lanes per output, lanes fold pairwise into a
-  // partial, and the partials of a segment combine left to right after init.
+  // folds into kFoldLanes lanes per output (from the reducer's identity; a
+  // block-wide accumulator when there is no fold kernel), lanes fold
+  // pairwise into a partial, and the partials of a segment combine left to
+  // right after init.
   const int64_t k = p.num_kept_dims;
   int64_t segments = 1;
   for (int64_t d = 0; d < k; ++d) segments *= p.shape.dimensions(d);
@@ -713,22 +871,42 @@ void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
     uint8_t* scratch = ThreadScratch(scratch_bytes + nout * kLoopBlock * 8);
     uint8_t* acc_base = scratch + scratch_bytes;
     std::vector<int64_t> idx(std::max<int64_t>(rank, 1));
+    std::vector<uint8_t*> node_vals(p.nodes.size());
     for (int64_t task = begin; task < end; ++task) {
       const int64_t s = task / chunks;
       const int64_t c = task % chunks;
-      int64_t filled = 0;
+      for (size_t o = 0; o < nout; ++o) {  // identity lanes
+        const LoopReduceOutput& ro = p.reduce_outputs[o];
+        if (ro.fold == nullptr) continue;
+        std::memcpy(acc_base + o * kLoopBlock * 8, ro.identity_lanes.data(),
+                    ro.identity_lanes.size());
+      }
+      int64_t filled = 0;  // block-wide accumulators (no fold kernel)
       const int64_t last = std::min(seg_items, (c + 1) * kReduceChunkBlocks);
       for (int64_t item = c * kReduceChunkBlocks; item < last; ++item) {
         const int64_t row = s * seg_rows + item / bpr;
         const int64_t c0 = (item % bpr) * kLoopBlock;
         const int64_t n = std::min(kLoopBlock, cols - c0);
-        ev.Eval(row, c0, n, scratch, idx.data());
+        ev.Eval(row, c0, n, scratch, idx.data(), node_vals.data());
         const int64_t common = std::min(filled, n);
         for (size_t o = 0; o < nout; ++o) {
           const LoopReduceOutput& ro = p.reduce_outputs[o];
-          const int w = ComputeWidth(ro.type);
           uint8_t* acc = acc_base + o * kLoopBlock * 8;
-          const uint8_t* vals = ev.Slot(scratch, ro.node);
+          if (ro.fold_select != nullptr) {
+            ro.fold_select(acc, node_vals[ro.args[0]], node_vals[ro.args[1]],
+                           node_vals[ro.args[2]], n);
+            continue;
+          }
+          if (ro.fold_product != nullptr) {
+            ro.fold_product(acc, node_vals[ro.args[0]], node_vals[ro.args[1]], n);
+            continue;
+          }
+          const uint8_t* vals = node_vals[ro.node];
+          if (ro.fold != nullptr) {
+            ro.fold(acc, vals, n);
+            continue;
+          }
+          const int w = ComputeWidth(ro.type);
           if (common > 0) ro.combine(acc, vals, acc, common);
           if (n > filled) std::memcpy(acc + filled * w, vals + filled * w, (n - filled) * w);
         }
@@ -738,11 +916,13 @@ void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
         const LoopReduceOutput& ro = p.reduce_outputs[o];
         const int w = ComputeWidth(ro.type);
         uint8_t* acc = acc_base + o * kLoopBlock * 8;
-        for (int64_t f = filled; f > 1;) {
+        for (int64_t f = ro.fold != nullptr ? kFoldLanes : filled; f > 1;) {
           const int64_t half = (f + 1) / 2;
           ro.combine(acc, acc + half * w, acc, f - half);
           f = half;
         }
+        // An empty chunk of a block-wide accumulator leaves it unset; chunks
+        // are never empty (chunks = ceil(items / kReduceChunkBlocks)).
         std::memcpy(&partials[task * nout + o], acc, w);
       }
     }

@@ -18,6 +18,7 @@
 #define TPUOFF_RUNTIME_LOOP_PROGRAM_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -26,10 +27,11 @@
 #include "hlo/instruction.h"
 #include "hlo/loop_fusion.h"
 #include "runtime/elementwise_kernels.h"
+#include "runtime/fold_kernels.h"
 
 namespace tpuoff::runtime {
 
-inline constexpr int64_t kLoopBlock = 512;  // elements per block
+inline constexpr int64_t kLoopBlock = 1024;  // elements per block
 // Row-blocks per reduction chunk. Fixed, so the combine order (and the
 // result) does not depend on the thread count.
 inline constexpr int64_t kReduceChunkBlocks = 8;
@@ -50,10 +52,14 @@ struct LoopNode {
     // pred: minor index == args[0] (an invariant integer of type
     // `iota_type`), or != when `negate`: compare(iota(minor), broadcast(v)),
     // a one-hot mask written without materialising the iota.
-    kIotaEq
+    kIotaEq,
+    // f32: exp(args[0] - args[1]) (args[1] invariant; + when `negate`),
+    // exponential(subtract(x, broadcast(s))) in one pass.
+    kExpShift
   };
   Kind kind = Kind::kLoad;
   hlo::PrimitiveType type = hlo::PrimitiveType::kF32;  // result type
+  hlo::HloOpcode opcode = hlo::HloOpcode::kParameter;  // kUnary, kBinary
   int args[3] = {-1, -1, -1};
   // kLoad: element (i_0..i_{r-1}) of the iteration space reads
   // input[offset + dynamic + sum_d i_d * strides[d]].
@@ -61,6 +67,8 @@ struct LoopNode {
   int64_t offset = 0;
   std::vector<int64_t> strides;
   std::vector<DynamicStart> dynamic;
+  // Contiguous loads of this type are read in place (no copy into scratch).
+  bool direct = false;
   // kIota, kIotaEq
   int64_t iota_dim = 0;
   hlo::PrimitiveType iota_type = hlo::PrimitiveType::kS32;
@@ -89,11 +97,23 @@ struct LoopNode {
 
 // One reduction of a reduce program.
 struct LoopReduceOutput {
-  int node = -1;  // the reduced values
+  int node = -1;  // the reduced values (-1 when a fused fold computes them)
+  hlo::HloOpcode op = hlo::HloOpcode::kAdd;  // the reducer
   BinaryKernel combine = nullptr;
   int init_input = -1;  // program input holding the scalar init value
   hlo::PrimitiveType type = hlo::PrimitiveType::kF32;
   StoreKernel store = nullptr;
+  // Blocks fold into kFoldLanes lanes started at the reducer's identity
+  // (runtime/fold_kernels.h); nullptr: into a block-wide accumulator.
+  FoldKernel fold = nullptr;
+  // kFoldLanes copies of the identity (compute representation): the lanes'
+  // starting value, copied with one memcpy per chunk.
+  std::vector<uint8_t> identity_lanes;
+  // The reduced value is a select or f32 product used only here: folded
+  // from its operands `args` (nodes) without storing it.
+  FoldSelectKernel fold_select = nullptr;
+  FoldProductKernel fold_product = nullptr;
+  int args[3] = {-1, -1, -1};
 };
 
 struct LoopProgram {
@@ -110,6 +130,8 @@ struct LoopProgram {
   int root = -1;
   hlo::PrimitiveType out_type = hlo::PrimitiveType::kF32;
   StoreKernel store = nullptr;
+  StoreKernel stream_store = nullptr;  // for outputs far larger than caches
+  int64_t output_bytes = 0;  // the whole output array (an update's result)
   // Inputs read with the identity map (same shape and type as the output):
   // candidates for writing the output in place.
   std::vector<int> identity_inputs;
@@ -126,6 +148,10 @@ struct LoopProgram {
   std::vector<int64_t> out_strides;
   std::vector<DynamicStart> out_starts;
 };
+
+// One line per node ("n3 = binary(n1, n2*) [block]", * = scalar operand),
+// for debugging and tests.
+std::string LoopProgramToString(const LoopProgram& program);
 
 // Which instructions a group may hold, and scalar reducers, are decided in
 // hlo/ (shared with the buffer planner); the builder must express them all.

@@ -31,6 +31,9 @@ bool SpinFor(double micros, F&& done) {
 }
 
 constexpr double kSpinMicros = 20;
+// Pieces a loop is cut into per participating thread (handed out first come
+// first served).
+constexpr int kPiecesPerThread = 8;
 
 class Pool {
  public:
@@ -56,6 +59,8 @@ class Pool {
     const int chunks = static_cast<int>(std::min<int64_t>({num_threads, size(), n}));
     fn_ = &fn;
     n_ = n;
+    pieces_ = std::min<int64_t>(n, int64_t{kPiecesPerThread} * chunks);
+    next_piece_.store(0);
     remaining_.store(chunks - 1);
     // One word carries the generation and the chunk count, so a worker that
     // was not part of the previous loop never reads this loop's fields.
@@ -75,10 +80,14 @@ class Pool {
   }
 
  private:
-  void RunChunk(int c, int chunks) {
-    const int64_t begin = n_ * c / chunks;
-    const int64_t end = n_ * (c + 1) / chunks;
-    if (begin < end) (*fn_)(begin, end);
+  // Takes pieces until none is left: a participant delayed by the OS (other
+  // load on its core) just takes fewer, instead of holding up the loop.
+  void RunChunk(int /*c*/, int /*chunks*/) {
+    for (int64_t p; (p = next_piece_.fetch_add(1, std::memory_order_relaxed)) < pieces_;) {
+      const int64_t begin = n_ * p / pieces_;
+      const int64_t end = n_ * (p + 1) / pieces_;
+      if (begin < end) (*fn_)(begin, end);
+    }
   }
 
   void WorkerLoop(int index) {
@@ -114,6 +123,8 @@ class Pool {
   // The loop in flight (written before job_ is published).
   absl::FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
+  int64_t pieces_ = 0;
+  std::atomic<int64_t> next_piece_{0};
 };
 
 Pool& GlobalPool() {

@@ -1,11 +1,14 @@
 #include "runtime/sharding_io.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/status_macros.h"
+#include "runtime/host_memory.h"
+#include "runtime/parallel.h"
 
 namespace tpuoff::runtime {
 
@@ -83,6 +86,13 @@ std::vector<int64_t> StackOrigin(int64_t rank, int64_t device) {
   return o;
 }
 
+// An array literal whose bytes are all about to be overwritten: no zero
+// fill (for GiB-sized logits the fill costs as much as the copy).
+Literal Uninitialized(const Shape& shape) {
+  const size_t bytes = static_cast<size_t>(shape.byte_size());
+  return Literal::AdoptArray(shape, HostAlloc(std::max<size_t>(bytes, 1)), &HostFree);
+}
+
 absl::Status CheckBitwiseEqual(const Literal& a, const Literal& b, int64_t device_a,
                                int64_t device_b, const std::string& what) {
   if (a.raw_size() == b.raw_size() &&
@@ -100,6 +110,28 @@ absl::Status CheckBitwiseEqual(const Literal& a, const Literal& b, int64_t devic
       " vs ", b.GetAsDouble(first), ")"));
 }
 
+// Copies device d's piece of `global` into `piece`.
+void CopyPiece(const Literal& global, const HloSharding& s, const Shape& local,
+               const Placement& p, int64_t d, int64_t width, Literal* out) {
+  Literal& piece = *out;
+  {
+    if (s.type == HloSharding::Type::kManual) {
+      std::vector<int64_t> extent = {1};
+      extent.insert(extent.end(), local.dimensions().begin(), local.dimensions().end());
+      std::vector<int64_t> piece_dims = {1};
+      piece_dims.insert(piece_dims.end(), local.dimensions().begin(), local.dimensions().end());
+      CopyBox(global.raw(), global.shape().dimensions(), StackOrigin(local.rank(), d),
+              piece.raw(), piece_dims, std::vector<int64_t>(local.rank() + 1, 0), extent,
+              width);
+    } else if (s.type == HloSharding::Type::kTiled) {
+      CopyBox(global.raw(), global.shape().dimensions(), p.origin, piece.raw(),
+              local.dimensions(), std::vector<int64_t>(local.rank(), 0), p.extent, width);
+    } else {
+      std::memcpy(piece.raw(), global.raw(), static_cast<size_t>(global.raw_size()));
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Literal>> SplitGlobal(const Literal& global, const HloSharding& s,
@@ -111,28 +143,27 @@ absl::StatusOr<std::vector<Literal>> SplitGlobal(const Literal& global, const Hl
         expected_local.ToString(), " per device, expected ", local.ToString()));
   }
   const int64_t width = hlo::ByteWidth(local.element_type());
+  const Shape piece_shape(local.element_type(), local.dimensions());
+  std::vector<Placement> placements(num_devices);
   std::vector<Literal> out;
   for (int64_t d = 0; d < num_devices; ++d) {
-    Literal piece(Shape(local.element_type(), local.dimensions()));
-    if (s.type == HloSharding::Type::kManual) {
-      std::vector<int64_t> extent = {1};
-      extent.insert(extent.end(), local.dimensions().begin(), local.dimensions().end());
-      std::vector<int64_t> piece_dims = {1};
-      piece_dims.insert(piece_dims.end(), local.dimensions().begin(), local.dimensions().end());
-      CopyBox(global.raw(), global.shape().dimensions(), StackOrigin(local.rank(), d),
-              piece.raw(), piece_dims, std::vector<int64_t>(local.rank() + 1, 0), extent,
-              width);
-    } else if (s.type == HloSharding::Type::kTiled) {
-      ASSIGN_OR_RETURN(Placement p, PlacementOf(s, global.shape(), local, d));
-      CopyBox(global.raw(), global.shape().dimensions(), p.origin, piece.raw(),
-              local.dimensions(), std::vector<int64_t>(local.rank(), 0), p.extent, width);
-    } else {
-      std::memcpy(piece.raw(), global.raw(), static_cast<size_t>(global.raw_size()));
+    bool covered = s.type != HloSharding::Type::kTiled;
+    if (s.type == HloSharding::Type::kTiled) {
+      ASSIGN_OR_RETURN(placements[d], PlacementOf(s, global.shape(), local, d));
+      covered = placements[d].extent == local.dimensions();
     }
-    out.push_back(std::move(piece));
+    // Padding of an uneven last shard stays zero.
+    out.push_back(covered ? Uninitialized(piece_shape) : Literal(piece_shape));
   }
+  // Pieces are disjoint: copy them in parallel.
+  ParallelFor(MaxParallelism(), num_devices, [&](int64_t begin, int64_t end) {
+    for (int64_t d = begin; d < end; ++d) CopyPiece(global, s, local, placements[d], d, width,
+                                                   &out[d]);
+  });
   return out;
 }
+
+
 
 absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_device,
                                        const HloSharding& s, const Shape& global,
@@ -148,7 +179,7 @@ absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_devi
     }
   }
   const int64_t width = hlo::ByteWidth(local.element_type());
-  Literal out(Shape(global.element_type(), global.dimensions()));
+  const Shape global_shape(global.element_type(), global.dimensions());
   switch (s.type) {
     case HloSharding::Type::kReplicated:
       for (int64_t d = 1; d < n; ++d) {
@@ -158,6 +189,7 @@ absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_devi
     case HloSharding::Type::kMaximal: {
       const int64_t src = s.type == HloSharding::Type::kMaximal && !s.devices.empty()
                               ? s.devices[0] : 0;
+      Literal out = Uninitialized(global_shape);
       if (src >= n || per_device[src]->raw_size() != out.raw_size()) {
         return absl::InvalidArgumentError(
             absl::StrCat(what, ": shape ", local.ToString(), " is not the global ",
@@ -167,6 +199,7 @@ absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_devi
       return out;
     }
     case HloSharding::Type::kManual: {
+      Literal out = Uninitialized(global_shape);
       std::vector<int64_t> extent = {1};
       extent.insert(extent.end(), local.dimensions().begin(), local.dimensions().end());
       std::vector<int64_t> piece_dims = extent;
@@ -189,10 +222,27 @@ absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_devi
           continue;
         }
         seen.emplace_back(tile, d);
-        ASSIGN_OR_RETURN(Placement p, PlacementOf(s, global, local, d));
-        CopyBox(per_device[d]->raw(), local.dimensions(), std::vector<int64_t>(local.rank(), 0),
-                out.raw(), global.dimensions(), p.origin, p.extent, width);
       }
+      // Unique tiles are disjoint boxes: copy them in parallel, into
+      // uninitialised memory when they cover the whole array.
+      std::vector<Placement> boxes(seen.size());
+      int64_t covered = 0;
+      for (size_t t = 0; t < seen.size(); ++t) {
+        ASSIGN_OR_RETURN(boxes[t], PlacementOf(s, global, local, seen[t].second));
+        int64_t volume = 1;
+        for (int64_t e : boxes[t].extent) volume *= e;
+        covered += volume;
+      }
+      Literal out = covered == global_shape.num_elements() ? Uninitialized(global_shape)
+                                                           : Literal(global_shape);
+      ParallelFor(MaxParallelism(), static_cast<int64_t>(seen.size()),
+                  [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          CopyBox(per_device[seen[t].second]->raw(), local.dimensions(),
+                  std::vector<int64_t>(local.rank(), 0), out.raw(), global.dimensions(),
+                  boxes[t].origin, boxes[t].extent, width);
+        }
+      });
       return out;
     }
     default:

@@ -21,4 +21,11 @@ const char* VectorIsaName() {
 void Exp(const float* x, float* y, int64_t n) { Apply<ExpV>(x, y, n); }
 void Log(const float* x, float* y, int64_t n) { Apply<LogV>(x, y, n); }
 
+void ExpShifted(const float* x, float shift, float* y, int64_t n) {
+  const VF s = Splat(shift);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) Store(y + i, ExpV(Load(x + i) - s));
+  if (i < n) StorePartial(y + i, ExpV(LoadPartial(x + i, n - i, shift) - s), n - i);
+}
+
 }  // namespace tpuoff::runtime::simd

@@ -137,6 +137,9 @@ inline VF LogV(VF x) {
 // Whole arrays (any n; x and y may alias exactly).
 void Exp(const float* x, float* y, int64_t n);
 void Log(const float* x, float* y, int64_t n);
+// y[i] = exp(x[i] - shift), the difference rounded to f32 first (as
+// Exp of a stored difference would be).
+void ExpShifted(const float* x, float shift, float* y, int64_t n);
 
 }  // namespace tpuoff::runtime::simd
 

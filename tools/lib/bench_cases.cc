@@ -17,6 +17,7 @@
 #include "hlo/status_macros.h"
 #include "kernels/build_kernel.h"
 #include "runtime/executor.h"
+#include "runtime/host_memory.h"
 #include "tools/lib/file_util.h"
 #include "tools/lib/module_io.h"
 #include "tools/lib/output_writer.h"
@@ -213,6 +214,9 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
   CaseResult r;
   r.bench = c;
   r.dtype = dtype;
+  // Each case starts without host blocks cached by the previous one (other
+  // sizes): its warm-up run fills the cache its timed runs reuse.
+  runtime::ReleaseHostCache();
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module,
                    BuildShardedModule(c.kernel, c.shard));
   ASSIGN_OR_RETURN(kernels::KernelSpec spec, KernelSpecFromFlags(c.kernel));

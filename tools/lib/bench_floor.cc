@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/float16.h"
+#include "runtime/host_memory.h"
 #include "runtime/simd_math.h"
 
 namespace tpuoff::tools {
@@ -219,7 +220,7 @@ absl::StatusOr<FloorOutputs> RunFloorTyped(const kernels::GrpoConfig& c,
   if (!o.backward) return out;
   // Backward: one pass per row, writing dlogits.
   const size_t bytes = static_cast<size_t>(logits->raw_size());
-  out.dlogits.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  out.dlogits.reset(runtime::HostAlloc(bytes));
   if (out.dlogits == nullptr) return absl::ResourceExhaustedError("bench floor: out of memory");
   out.dlogits_shape = logits->shape();
   S* dl = static_cast<S*>(out.dlogits.get());
@@ -241,6 +242,8 @@ int64_t ReadStatusKb(const char* key) {
 }
 
 }  // namespace
+
+void FreeDeleter::operator()(void* p) const { runtime::HostFree(p); }
 
 absl::StatusOr<FloorOutputs> RunFloor(const kernels::GrpoConfig& config,
                                       const hlo::HloComputation& params,

@@ -26,13 +26,14 @@
 namespace tpuoff::tools {
 
 struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+  void operator()(void* p) const;  // runtime::HostFree
 };
 
 // What the floor computes: per-token forward values and, with the backward,
-// dlogits (the logits' shape and element type). dlogits is a plain
-// uninitialised allocation written once, as a hand-written kernel would
-// produce it (no zero fill).
+// dlogits (the logits' shape and element type). dlogits is uninitialised
+// memory written once (no zero fill), from the same recycling host allocator
+// as the emulator's buffers (runtime/host_memory.h), so after a warm-up
+// neither pays first-touch page faults.
 struct FloorOutputs {
   double loss = 0;  // GRPO only
   std::vector<float> per_token_loss, logp, entropy, lse;  // [B*T]

@@ -1,0 +1,63 @@
+#!/bin/bash
+# `tpuoff bench --quick`: the CI smoke run of the benchmark at a small shape.
+# Checks the table's shape, that the hand-fused floor agrees with the
+# emulator on every case, the JSON output and usage errors; never timings.
+# XLA:CPU / jax.jit columns run only when TPUOFF_XLA_PYTHON names the pinned
+# venv's python (tools/xla_check/setup_venv.sh); otherwise they read "-".
+TPUOFF=$1 SRC=$2
+source "$SRC/tests/cli/data/helpers.bash"
+
+XLA=()
+if [[ -n ${TPUOFF_XLA_PYTHON:-} ]]; then
+  XLA=(--xla-python="$TPUOFF_XLA_PYTHON" --xla-script="$SRC/tools/xla_check/bench_xla.py")
+else
+  unset TPUOFF_XLA_PYTHON
+fi
+
+run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" && {
+  expect_in "$WORK/out" "shape B=1 T=64 V=8192" "quick shape in the header"
+  expect_in "$WORK/out" "streaming bandwidth read" "bandwidth in the header"
+  expect_in "$WORK/out" "| case | dtype | emulator | XLA:CPU | jax.jit | floor | bound |" \
+    "table header"
+  for c in "grpo_tiled fwd_bwd" "grpo_reference fwd_bwd" "entropy_tiled fwd" \
+      "grpo_tiled fwd_bwd vocab/8"; do
+    for d in bf16 f32; do
+      expect_in "$WORK/out" "| $c | $d |" "row $c $d"
+    done
+  done
+  rows=$(grep -c '^| [a-z_]* [a-z_]*.* | \(bf16\|f32\) |' "$WORK/out")
+  [[ $rows -eq 8 ]] || fail "expected 8 result rows, got $rows"
+  ok=$(grep -c '| ok |$' "$WORK/out")
+  [[ $ok -eq 8 ]] || fail "floor check not ok on every row ($ok of 8): $(grep '^|' "$WORK/out")"
+  grep -q "MISMATCH" "$WORK/out" && fail "floor disagrees with the emulator"
+  if [[ ${#XLA[@]} -gt 0 ]]; then
+    grep -q "| error |" "$WORK/out" && fail "an XLA/JAX side failed: $(cat "$WORK/err")"
+  fi
+  python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON malformed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["cases"]) == 8, len(d["cases"])
+for c in d["cases"]:
+    assert c["emulator"]["median_s"] > 0, c
+    assert len(c["emulator"]["samples_s"]) == 2, c
+    assert c["floor_check"] is not None and c["floor_check"] <= 1, c
+    assert c["hbm_peak_bytes"] > 0 and c["host_rss_peak_bytes"] > 0, c
+PY
+  pass "quick bench"
+}
+
+# One case, one dtype, its own shape.
+run_cmd 0 "single case" -- bench --quick --cases=entropy_tiled --dtypes=f32 --seq=8 \
+    --vocab=1000 --reps=1 --warmup=0 && {
+  rows=$(grep -c '^| entropy_tiled fwd | f32 |' "$WORK/out")
+  [[ $rows -eq 1 ]] || fail "single case: expected one row, got $rows"
+  expect_in "$WORK/out" "T=8 V=1000" "single case shape"
+}
+
+run_cmd 2 "bad case" -- bench --cases=nope
+expect_in "$WORK/err" "unknown case 'nope'" "bad case message"
+run_cmd 2 "bad dtype" -- bench --dtypes=f16
+run_cmd 2 "zero reps" -- bench --reps=0
+run_cmd 0 "help" -- bench --help && expect_in "$WORK/out" "hand-fused" "help text"
+
+finish
