@@ -25,8 +25,14 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
       expect_in "$WORK/out" "| $c | $d |" "row $c $d"
     done
   done
+  for d in bf16 f32; do
+    expect_in "$WORK/out" "| grpo_fused_linear fwd_bwd T=64 H=64 | $d |" "row fused $d"
+  done
   rows=$(grep -c '^| [a-z_]* [a-z_]*.* | \(bf16\|f32\) |' "$WORK/out")
-  [[ $rows -eq 8 ]] || fail "expected 8 result rows, got $rows"
+  [[ $rows -eq 10 ]] || fail "expected 10 result rows, got $rows"
+  # The sharded rows say what the host's split/assembly cost besides.
+  expect_in "$WORK/out" "grpo_tiled fwd_bwd vocab/8 bf16: devices' programs and collectives" \
+    "host I/O note"
   ok=$(grep -c '| ok |$' "$WORK/out")
   [[ $ok -eq 8 ]] || fail "floor check not ok on every row ($ok of 8): $(grep '^|' "$WORK/out")"
   grep -q "MISMATCH" "$WORK/out" && fail "floor disagrees with the emulator"
@@ -36,12 +42,16 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
   python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON malformed"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert len(d["cases"]) == 8, len(d["cases"])
+assert len(d["cases"]) == 10, len(d["cases"])
 for c in d["cases"]:
     assert c["emulator"]["median_s"] > 0, c
     assert len(c["emulator"]["samples_s"]) == 2, c
-    assert c["floor_check"] is not None and c["floor_check"] <= 1, c
     assert c["hbm_peak_bytes"] > 0 and c["host_rss_peak_bytes"] > 0, c
+    fused = c["case"].startswith("grpo_fused_linear")
+    # No floor or bandwidth bound for the fused kernel (a matmul bounds it).
+    assert (c["floor_check"] is None) if fused else (c["floor_check"] <= 1), c
+    assert (c["bound_s"] == 0) if fused else (c["bound_s"] > 0), c
+    assert (c["host_io_s"] > 0) == ("vocab/" in c["case"]), c
 PY
   pass "quick bench"
 }
@@ -58,6 +68,8 @@ run_cmd 2 "bad case" -- bench --cases=nope
 expect_in "$WORK/err" "unknown case 'nope'" "bad case message"
 run_cmd 2 "bad dtype" -- bench --dtypes=f16
 run_cmd 2 "zero reps" -- bench --reps=0
+run_cmd 2 "zero fused seq" -- bench --fused-seq=0
+expect_in "$WORK/err" "--fused-seq" "fused seq message"
 run_cmd 0 "help" -- bench --help && expect_in "$WORK/out" "hand-fused" "help text"
 
 finish

@@ -1,6 +1,7 @@
 #include "tools/lib/bench_cases.h"
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,12 +13,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "hlo/json.h"
 #include "hlo/sharding_util.h"
 #include "hlo/status_macros.h"
 #include "kernels/build_kernel.h"
 #include "runtime/executor.h"
 #include "runtime/host_memory.h"
+#include "runtime/sharding_io.h"
 #include "tools/lib/file_util.h"
 #include "tools/lib/module_io.h"
 #include "tools/lib/output_writer.h"
@@ -82,8 +85,9 @@ std::string JaxRefJson(const kernels::KernelSpec& spec) {
   if (kernels::IsEntropyKernel(spec.kind)) {
     return absl::StrCat(R"({"kind": "entropy", "temperature": )", c.temperature, "}");
   }
+  const bool fused = spec.kind == kernels::KernelKind::kGrpoFusedLinear;
   return absl::StrCat(
-      R"({"kind": "grpo", "params": {"eps_low": )", c.eps_low, R"(, "eps_high": )", c.eps_high,
+      R"({"kind": ")", fused ? "grpo_fused" : "grpo", R"(", "params": {"eps_low": )", c.eps_low, R"(, "eps_high": )", c.eps_high,
       R"(, "temperature": )", c.temperature, R"(, "temp_mode": ")",
       kernels::TemperatureModeName(c.temperature_mode), R"(", "beta": )", c.beta,
       R"(, "delta": )", c.delta ? absl::StrCat(*c.delta) : "null", R"(, "loss_type": ")",
@@ -124,20 +128,20 @@ void FillTiming(const hlo::JsonValue* j, Timing* t) {
   }
 }
 
-// XLA:CPU and jax.jit through bench_xla.py on the inputs in `inputs_dir`.
-void RunXlaSide(const hlo::HloModule& module, const kernels::KernelSpec& spec,
-                const std::vector<std::string>& param_names,
-                const std::vector<hlo::Shape>& param_shapes, int64_t num_partitions,
-                const std::string& case_dir, const std::string& inputs_dir, bool with_jax,
-                const BenchSettings& s, CaseResult* r) {
-  auto fail = [&](const std::string& msg) { r->xla.error = msg; };
+// Writes CASE_DIR/module.hlo and manifest.json for bench_xla.py, on the
+// inputs in `inputs_dir`; returns an error message or "".
+std::string PrepareXlaCase(const hlo::HloModule& module, const kernels::KernelSpec& spec,
+                           const std::vector<std::string>& param_names,
+                           const std::vector<hlo::Shape>& param_shapes, int64_t num_partitions,
+                           const std::string& case_dir, const std::string& inputs_dir,
+                           bool with_jax, const BenchSettings& s) {
   std::error_code ec;
   std::filesystem::create_directories(case_dir, ec);
   absl::StatusOr<std::string> text = SerializeModule(module, ModuleFormat::kText);
-  if (!text.ok()) return fail(std::string(text.status().message()));
+  if (!text.ok()) return std::string(text.status().message());
   if (absl::Status st = WriteBytes(case_dir + "/module.hlo", text->data(), text->size());
       !st.ok()) {
-    return fail(std::string(st.message()));
+    return std::string(st.message());
   }
   std::vector<std::string> inputs;
   for (size_t i = 0; i < param_names.size(); ++i) {
@@ -156,33 +160,53 @@ void RunXlaSide(const hlo::HloModule& module, const kernels::KernelSpec& spec,
   if (absl::Status st = WriteBytes(case_dir + "/manifest.json", manifest.data(),
                                    manifest.size());
       !st.ok()) {
-    return fail(std::string(st.message()));
+    return std::string(st.message());
   }
+  return "";
+}
+
+// Why a shell command's child failed, from pclose's status.
+std::string ExitText(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  if (!WIFEXITED(status)) return absl::StrCat("status ", status);
+  const int code = WEXITSTATUS(status);
+  // The shell reports a child killed by signal N as exit 128 + N; SIGKILL
+  // (9) is what the kernel's out-of-memory killer sends.
+  if (code == 128 + 9) return "killed by SIGKILL (out of host memory?)";
+  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  return absl::StrCat("exit ", code);
+}
+
+// One bench_xla.py process with `flag` (--no-jax or --no-xla); the side it
+// ran is `key` in its JSON.
+void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const char* flag,
+                   const char* key, Timing* t) {
+  const std::string err_file = absl::StrCat(case_dir, "/stderr", flag, ".txt");
   const std::string cmd = absl::StrCat(ShellQuote(s.xla_python), " ", ShellQuote(s.xla_script),
-                                       " ", ShellQuote(case_dir), " 2> ",
-                                       ShellQuote(case_dir + "/stderr.txt"));
+                                       " ", ShellQuote(case_dir), " ", flag, " 2> ",
+                                       ShellQuote(err_file));
   std::FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return fail("cannot start " + s.xla_python);
+  if (p == nullptr) {
+    t->error = "cannot start " + s.xla_python;
+    return;
+  }
   std::string out;
   char buf[4096];
   size_t got;
   while ((got = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, got);
-  const int rc = pclose(p);
+  const int status = pclose(p);
   // The JSON is the last non-empty line.
-  const size_t end = out.find_last_not_of("\n");
-  const size_t start = end == std::string::npos ? std::string::npos : out.rfind('\n', end);
-  const std::string line =
-      end == std::string::npos
-          ? ""
-          : out.substr(start == std::string::npos ? 0 : start + 1,
-                       end - (start == std::string::npos ? 0 : start + 1) + 1);
-  absl::StatusOr<hlo::JsonValue> json = hlo::ParseJson(line, "bench_xla.py output");
-  if (rc != 0 || !json.ok()) {
-    return fail(absl::StrCat("bench_xla.py failed (exit ", rc, "); see ", case_dir,
-                             "/stderr.txt"));
+  std::string line;
+  for (absl::string_view l : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
+    line = std::string(l);
   }
-  FillTiming(json->Find("xla"), &r->xla);
-  FillTiming(json->Find("jax"), &r->jax);
+  absl::StatusOr<hlo::JsonValue> json = hlo::ParseJson(line, "bench_xla.py output");
+  if (status != 0 || !json.ok()) {
+    t->error = absl::StrCat("bench_xla.py ", flag, " failed (", ExitText(status), "); see ",
+                            err_file);
+    return;
+  }
+  FillTiming(json->Find(key), t);
 }
 
 bool IsGrpoKernel(const std::string& kernel) { return kernel.rfind("grpo_", 0) == 0; }
@@ -192,7 +216,7 @@ bool IsGrpoKernel(const std::string& kernel) { return kernel.rfind("grpo_", 0) =
 absl::StatusOr<std::vector<Literal>> MakeBenchInputs(const KernelFlags& kernel,
                                                      std::vector<std::string>* names) {
   KernelFlags k = kernel;
-  k.kernel = "grpo_tiled";
+  if (k.kernel != "grpo_fused_linear") k.kernel = "grpo_tiled";
   k.mode = "fwd_bwd";
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> m, BuildKernelModule(k));
   const hlo::HloComputation& entry = *m->entry();
@@ -241,19 +265,25 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
   }
   absl::Span<const Literal> args = inputs.first(params.num_parameters());
 
-  // The emulator.
+  // The emulator. A partitioned case gets per-device arrays, split once
+  // before the timed runs and its outputs assembled once after them.
   runtime::RunOptions options;
   options.num_threads = s.num_threads;
   options.record_allocations = false;
   const int64_t num_devices = std::max<int64_t>(module->num_partitions(), 1);
+  std::vector<std::vector<Literal>> per_device;
+  if (partitioned) {
+    const double t0 = Now();
+    ASSIGN_OR_RETURN(per_device, runtime::SplitArguments(*sig, args));
+    r.host_io_seconds += Now() - t0;
+  }
   std::vector<Literal> outputs;
   RETURN_IF_ERROR(TimeIt(s, &r.emulator, [&](bool timed) -> absl::Status {
     outputs.clear();
     ResetPeakRss();
-    absl::StatusOr<runtime::RunResult> res =
-        partitioned ? RunPartitioned(*module, *sig, args, options,
-                                     OutputNames(*module, sig->global_outputs.size()))
-                    : runtime::RunModule(*module, args, options);
+    absl::StatusOr<runtime::RunResult> res = partitioned
+                                                 ? runtime::RunSpmd(*module, per_device, options)
+                                                 : runtime::RunModule(*module, args, options);
     if (!res.ok()) return res.status();
     if (timed) {
       r.rss_peak_bytes = std::max(r.rss_peak_bytes, PeakRssBytes());
@@ -264,16 +294,26 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
     outputs = std::move(res->outputs);
     return absl::OkStatus();
   }));
-  (void)num_devices;
+  per_device.clear();
+  if (partitioned) {
+    const double t0 = Now();
+    ASSIGN_OR_RETURN(outputs, runtime::AssembleOutputs(
+                                  *sig, outputs, OutputNames(*module, sig->global_outputs.size())));
+    r.host_io_seconds += Now() - t0;
+  }
 
-  // The physical references.
+  // The physical references (none for the fused kernel: a matmul bounds it,
+  // not the logits' bytes).
   const bool entropy = kernels::IsEntropyKernel(spec.kind);
-  const double logits_bytes = static_cast<double>(args[0].raw_size());
+  const bool fused = spec.kind == kernels::KernelKind::kGrpoFusedLinear;
   const bool backward = !entropy && c.kernel.mode != "fwd";
   const bool forward = entropy || c.kernel.mode != "bwd";
-  r.bound_seconds = BandwidthBoundSeconds(bw, logits_bytes * ((forward ? 1 : 0) + (backward ? 1 : 0)),
-                                          backward ? logits_bytes : 0);
-  if (s.with_floor && (entropy || IsGrpoKernel(c.kernel.kernel)) && forward) {
+  if (!fused) {
+    const double logits_bytes = static_cast<double>(args[0].raw_size());
+    r.bound_seconds = BandwidthBoundSeconds(
+        bw, logits_bytes * ((forward ? 1 : 0) + (backward ? 1 : 0)), backward ? logits_bytes : 0);
+  }
+  if (s.with_floor && !fused && (entropy || IsGrpoKernel(c.kernel.kernel)) && forward) {
     FloorOptions fo;
     fo.backward = backward;
     fo.entropy_only = entropy;
@@ -304,13 +344,21 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
   outputs.clear();
 
   if (!s.xla_python.empty() && !xla_inputs_dir.empty()) {
-    const std::string case_dir =
-        absl::StrCat(s.work_dir, "/", c.kernel.kernel, "_", c.kernel.mode, "_", c.shard.shard,
-                     "_", dtype);
-    RunXlaSide(*module, spec, param_names, param_shapes, partitioned ? num_devices : 1,
-               case_dir, xla_inputs_dir, s.with_jax && c.shard.shard == "none", s, &r);
+    r.xla_case_dir = absl::StrCat(s.work_dir, "/", c.kernel.kernel, "_", c.kernel.mode, "_",
+                                  c.shard.shard, "_", dtype);
+    r.xla_with_jax = s.with_jax && c.shard.shard == "none";
+    r.xla.error = PrepareXlaCase(*module, spec, param_names, param_shapes,
+                                 partitioned ? num_devices : 1, r.xla_case_dir, xla_inputs_dir,
+                                 r.xla_with_jax, s);
+    if (!r.xla.error.empty()) r.xla_case_dir.clear();
   }
   return r;
+}
+
+void RunXlaSide(const BenchSettings& s, CaseResult* r) {
+  if (r->xla_case_dir.empty()) return;
+  RunXlaProcess(s, r->xla_case_dir, "--no-jax", "xla", &r->xla);
+  if (r->xla_with_jax) RunXlaProcess(s, r->xla_case_dir, "--no-xla", "jax", &r->jax);
 }
 
 absl::Status WriteXlaInputs(const std::string& dir, absl::Span<const Literal> inputs,

@@ -3,6 +3,12 @@
 // (tools/xla_check/bench_xla.py, the same module on the same inputs), as
 // jax.jit of the reference math, and against the physical references of
 // bench_floor.h. Medians of `reps` runs after `warmup` untimed ones.
+//
+// A case runs in two phases: RunBenchCase (emulator and floor; it also
+// writes the module and manifest the XLA side reads) and, once the caller
+// has released the inputs and the emulator's cached host memory, RunXlaSide
+// (XLA:CPU and jax.jit in one Python process each), so the GiB-sized arrays
+// of one side never share the machine's memory with the other's.
 #ifndef TPUOFF_TOOLS_LIB_BENCH_CASES_H_
 #define TPUOFF_TOOLS_LIB_BENCH_CASES_H_
 
@@ -54,16 +60,25 @@ struct CaseResult {
   BenchCase bench;
   std::string dtype;  // "bf16" | "f32"
   Timing emulator, xla, jax, floor;
-  double bound_seconds = 0;  // bandwidth bound
+  double bound_seconds = 0;  // bandwidth bound; 0: none (the fused kernel)
+  // A partitioned case times the devices' programs and collectives on
+  // per-device arrays, as XLA's execute_sharded is timed; splitting the
+  // global inputs and assembling the global outputs on the host is timed
+  // once on its own (seconds).
+  double host_io_seconds = 0;
   int64_t hbm_peak_bytes = 0;  // max over devices
   int64_t rss_peak_bytes = 0;  // host VmHWM during the emulator runs
   // Floor vs emulator outputs: max |diff| / (atol + rtol |emulator|) over
   // dlogits/entropy (<= 1: agree); nullopt when not compared.
   std::optional<double> floor_check;
+  // Written by RunBenchCase for RunXlaSide (empty: no XLA side).
+  std::string xla_case_dir;
+  bool xla_with_jax = false;
 };
 
-// Random GRPO inputs for `kernel` (the unsharded grpo module's parameters,
-// a superset of every case's parameters at that shape and dtype).
+// Random inputs for `kernel`: for the logits kernels, the unsharded
+// grpo_tiled module's parameters (a superset of every logits case's
+// parameters at that shape and dtype); for grpo_fused_linear, its own.
 absl::StatusOr<std::vector<hlo::Literal>> MakeBenchInputs(const KernelFlags& kernel,
                                                           std::vector<std::string>* names);
 
@@ -71,15 +86,20 @@ absl::StatusOr<std::vector<hlo::Literal>> MakeBenchInputs(const KernelFlags& ker
 absl::Status WriteXlaInputs(const std::string& dir, absl::Span<const hlo::Literal> inputs,
                             const std::vector<std::string>& names);
 
-// Runs one case on `inputs` (named by `names`; each case takes a prefix).
-// The XLA side runs when settings.xla_python is set, on the inputs
-// WriteXlaInputs put in `xla_inputs_dir`; its failures are reported in
-// CaseResult::xla.error, not as an error status.
+// Runs the emulator and floor of one case on `inputs` (named by `names`;
+// each case takes a prefix). When settings.xla_python is set, also writes
+// the case's module and manifest for RunXlaSide, on the inputs
+// WriteXlaInputs put in `xla_inputs_dir`.
 absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& dtype,
                                         absl::Span<const hlo::Literal> inputs,
                                         const std::vector<std::string>& names,
                                         const Bandwidth& bw, const BenchSettings& settings,
                                         const std::string& xla_inputs_dir);
+
+// XLA:CPU on the case's module and jax.jit of its reference math, each in a
+// process of its own; failures (a Python error, a process killed for lack
+// of memory) land in CaseResult::xla/jax.error. No-op without a case dir.
+void RunXlaSide(const BenchSettings& settings, CaseResult* r);
 
 }  // namespace tpuoff::tools
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "runtime/device.h"
+#include "runtime/host_memory.h"
 #include "runtime/simd_math.h"
 #include "tools/lib/bench_cases.h"
 #include "tools/lib/bench_floor.h"
@@ -31,7 +32,7 @@ namespace {
 
 constexpr absl::string_view kCmd = "tpuoff bench";
 const char* const kAllCases[] = {"grpo_tiled", "grpo_reference", "entropy_tiled",
-                                 "grpo_tiled_vocab"};
+                                 "grpo_tiled_vocab", "grpo_fused_linear"};
 
 struct BenchFlags {
   bool quick = false;
@@ -44,7 +45,11 @@ struct BenchFlags {
   int64_t mesh = 8;
   int64_t threads = 0;
   std::string dtypes = "bf16,f32";
-  std::string cases = "grpo_tiled,grpo_reference,entropy_tiled,grpo_tiled_vocab";
+  std::string cases = "grpo_tiled,grpo_reference,entropy_tiled,grpo_tiled_vocab,grpo_fused_linear";
+  // grpo_fused_linear: its own T (four [T,H]x[H,V] matmuls per run: at the
+  // seed T=4096 one run takes minutes on two cores) and H.
+  int64_t fused_seq = 512;
+  int64_t hidden = 1536;
   std::string xla_python;
   std::string xla_script;
   bool no_jax = false;
@@ -125,7 +130,7 @@ std::string Table(const std::vector<CaseResult>& results) {
     }
     absl::StrAppend(&out, "| ", r.bench.name, " | ", r.dtype, " | ", Seconds(r.emulator), " | ",
                     Seconds(r.xla), " | ", Seconds(r.jax), " | ", Seconds(r.floor), " | ",
-                    SecondsText(r.bound_seconds), " | ",
+                    r.bound_seconds > 0 ? SecondsText(r.bound_seconds) : "-", " | ",
                     Ratio(r.emulator.median, r.xla.median), " | ",
                     Ratio(r.emulator.median, r.floor.median), " | ",
                     Ratio(r.emulator.median, r.bound_seconds), " | ", Gib(r.rss_peak_bytes),
@@ -155,6 +160,7 @@ std::string Json(const std::vector<CaseResult>& results, const std::string& head
                     "\", \"emulator\": ", JsonTiming(r.emulator), ", \"xla\": ",
                     JsonTiming(r.xla), ", \"jax\": ", JsonTiming(r.jax), ", \"floor\": ",
                     JsonTiming(r.floor), ", \"bound_s\": ", r.bound_seconds,
+                    ", \"host_io_s\": ", r.host_io_seconds,
                     ", \"host_rss_peak_bytes\": ", r.rss_peak_bytes,
                     ", \"hbm_peak_bytes\": ", r.hbm_peak_bytes, ", \"floor_check\": ",
                     r.floor_check ? absl::StrCat(*r.floor_check) : "null", "}",
@@ -180,6 +186,11 @@ BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string
   }
   c.name = absl::StrCat(c.kernel.kernel, " ", c.kernel.mode);
   if (c.shard.shard != "none") absl::StrAppend(&c.name, " ", c.shard.shard, "/", c.shard.mesh);
+  if (id == "grpo_fused_linear") {
+    c.kernel.seq = f.fused_seq;
+    c.kernel.hidden = f.hidden;
+    absl::StrAppend(&c.name, " T=", f.fused_seq, " H=", f.hidden);
+  }
   return c;
 }
 
@@ -192,12 +203,15 @@ int BenchMain(const std::vector<std::string>& args) {
       std::string(kCmd), "[flags]",
       "Times the host emulator on the GRPO/entropy kernels (grpo_tiled and\n"
       "grpo_reference fwd_bwd, entropy_tiled, grpo_tiled vocab-sharded over\n"
-      "--mesh devices) at B=1 T=4096 V=151936 in bf16 and f32, next to, in the\n"
-      "same run and on the same inputs:\n"
+      "--mesh devices) at B=1 T=4096 V=151936 in bf16 and f32, and the fused\n"
+      "LM-head kernel (grpo_fused_linear fwd_bwd at T=--fused-seq, H=--hidden),\n"
+      "next to, in the same run and on the same inputs:\n"
       "  XLA:CPU compiling and running the same emitted module and jax.jit of the\n"
-      "    JAX-written reference math (tools/xla_check/bench_xla.py with the\n"
-      "    pinned jaxlib; needs --xla-python or $TPUOFF_XLA_PYTHON, e.g. the path\n"
-      "    tools/xla_check/setup_venv.sh prints);\n"
+      "    JAX-written reference math (for the fused kernel: the unfused matmul +\n"
+      "    loss) (tools/xla_check/bench_xla.py with the pinned jaxlib; needs\n"
+      "    --xla-python or $TPUOFF_XLA_PYTHON, e.g. the path\n"
+      "    tools/xla_check/setup_venv.sh prints), after the emulator's side has\n"
+      "    released its memory, one Python process per side;\n"
       "  a hand-fused C++ floor: one streaming forward and one backward pass with\n"
       "    vectorised exp (tools/lib/bench_floor.cc), checked against the\n"
       "    emulator's outputs;\n"
@@ -205,22 +219,28 @@ int BenchMain(const std::vector<std::string>& args) {
       "    backward, dlogits written, at this machine's measured bandwidth.\n"
       "Prints a markdown table of medians (after --warmup runs) and the ratios\n"
       "emulator/XLA, emulator/floor, emulator/bound, with the host RSS peak next\n"
-      "to the simulated HBM peak. --quick: a small shape and 2 repetitions (CI).\n"
+      "to the simulated HBM peak. A sharded case times the devices' programs and\n"
+      "collectives on per-device arrays (as XLA's execute_sharded is timed); the\n"
+      "host's split of the global inputs and assembly of the global outputs is\n"
+      "reported under the table. --quick: a small shape and 2 repetitions (CI).\n"
       "Exit codes: 0 ok, 1 a run failed or the floor disagrees with the\n"
       "emulator, 2 usage error.");
-  flags.AddBool("quick", &f.quick, "small shape (B=1 T=64 V=8192), 2 reps: a smoke run");
+  flags.AddBool("quick", &f.quick,
+                "small shape (B=1 T=64 V=8192; fused T=64 H=64), 2 reps: a smoke run");
   flags.AddInt64("reps", &f.reps, "timed repetitions (median)");
   flags.AddInt64("warmup", &f.warmup, "untimed runs first");
   flags.AddInt64("batch", &f.batch, "B");
   flags.AddInt64("seq", &f.seq, "T");
   flags.AddInt64("vocab", &f.vocab, "V");
   flags.AddInt64("block-size", &f.block_size, "vocab tile of the tiled kernels");
+  flags.AddInt64("fused-seq", &f.fused_seq, "T of the grpo_fused_linear case");
+  flags.AddInt64("hidden", &f.hidden, "H of the grpo_fused_linear case");
   flags.AddInt64("mesh", &f.mesh, "devices of the vocab-sharded case");
   flags.AddInt64("threads", &f.threads, "host threads of emulator and floor (0 = all)");
   flags.AddString("dtypes", &f.dtypes, "comma-separated logits dtypes (bf16, f32)", "LIST");
   flags.AddString("cases", &f.cases,
                   "comma-separated: grpo_tiled, grpo_reference, entropy_tiled, "
-                  "grpo_tiled_vocab",
+                  "grpo_tiled_vocab, grpo_fused_linear",
                   "LIST");
   flags.AddString("xla-python", &f.xla_python,
                   "python of the pinned jax venv (default $TPUOFF_XLA_PYTHON; empty: "
@@ -242,6 +262,8 @@ int BenchMain(const std::vector<std::string>& args) {
   if (f.quick) {
     if (!flags.WasSet("seq")) f.seq = 64;
     if (!flags.WasSet("vocab")) f.vocab = 8192;
+    if (!flags.WasSet("fused-seq")) f.fused_seq = 64;
+    if (!flags.WasSet("hidden")) f.hidden = 64;
     if (!flags.WasSet("reps")) f.reps = 2;
     if (!flags.WasSet("bandwidth-mib")) f.bandwidth_mib = 64;
   }
@@ -249,9 +271,9 @@ int BenchMain(const std::vector<std::string>& args) {
     return ReportUsageError(kCmd, "--reps must be in [1, 1000] and --warmup in [0, 100]");
   }
   if (f.batch < 1 || f.seq < 1 || f.vocab < 1 || f.block_size < 1 || f.mesh < 1 ||
-      f.threads < 0 || f.bandwidth_mib < 1) {
-    return ReportUsageError(kCmd, "--batch, --seq, --vocab, --block-size, --mesh and "
-                                  "--bandwidth-mib must be >= 1, --threads >= 0");
+      f.fused_seq < 1 || f.hidden < 1 || f.threads < 0 || f.bandwidth_mib < 1) {
+    return ReportUsageError(kCmd, "--batch, --seq, --vocab, --block-size, --mesh, --fused-seq, "
+                                  "--hidden and --bandwidth-mib must be >= 1, --threads >= 0");
   }
   std::vector<std::string> dtypes = absl::StrSplit(f.dtypes, ',', absl::SkipEmpty());
   std::vector<std::string> case_ids = absl::StrSplit(f.cases, ',', absl::SkipEmpty());
@@ -308,43 +330,77 @@ int BenchMain(const std::vector<std::string>& args) {
 
   std::vector<CaseResult> results;
   bool failed = false;
+  auto report = [&](const CaseResult& r, const Timing& t, const char* side) {
+    if (t.error.empty()) return;
+    std::fprintf(stderr, "%s: %s %s: %s: %s\n", std::string(kCmd).c_str(), r.bench.name.c_str(),
+                 r.dtype.c_str(), side, t.error.c_str());
+  };
+  // Cases sharing inputs: the logits kernels, then the fused kernel.
+  std::vector<std::vector<std::string>> groups(2);
+  for (const std::string& id : case_ids) groups[id == "grpo_fused_linear"].push_back(id);
   for (const std::string& dtype : dtypes) {
-    std::vector<std::string> names;
-    KernelFlags base = MakeCase("grpo_tiled", f, dtype).kernel;
-    absl::StatusOr<std::vector<hlo::Literal>> inputs = MakeBenchInputs(base, &names);
-    if (!inputs.ok()) return ReportFailure(kCmd, inputs.status());
-    std::string xla_inputs;
-    if (!s.xla_python.empty()) {
-      xla_inputs = absl::StrCat(s.work_dir, "/inputs_", dtype);
-      if (absl::Status st = WriteXlaInputs(xla_inputs, *inputs, names); !st.ok()) {
-        return ReportFailure(kCmd, st);
-      }
-    }
-    for (const std::string& id : case_ids) {
-      const BenchCase c = MakeCase(id, f, dtype);
-      absl::StatusOr<CaseResult> r = RunBenchCase(c, dtype, *inputs, names, bw, s, xla_inputs);
-      if (!r.ok()) {
-        std::fprintf(stderr, "%s: %s %s: %s\n", std::string(kCmd).c_str(), c.name.c_str(),
-                     dtype.c_str(), OneLine(r.status().message()).c_str());
-        failed = true;
-        continue;
-      }
-      for (const Timing* t : {&r->xla, &r->jax, &r->floor}) {
-        if (!t->error.empty()) {
-          std::fprintf(stderr, "%s: %s %s: %s\n", std::string(kCmd).c_str(), c.name.c_str(),
-                       dtype.c_str(), t->error.c_str());
+    for (const std::vector<std::string>& group : groups) {
+      if (group.empty()) continue;
+      std::vector<std::string> names;
+      absl::StatusOr<std::vector<hlo::Literal>> inputs =
+          MakeBenchInputs(MakeCase(group.front(), f, dtype).kernel, &names);
+      if (!inputs.ok()) return ReportFailure(kCmd, inputs.status());
+      std::string xla_inputs;
+      if (!s.xla_python.empty()) {
+        xla_inputs = absl::StrCat(s.work_dir, "/inputs_", dtype, "_", group.front());
+        if (absl::Status st = WriteXlaInputs(xla_inputs, *inputs, names); !st.ok()) {
+          return ReportFailure(kCmd, st);
         }
       }
-      if (r->floor_check && !(*r->floor_check <= 1)) failed = true;
-      std::fprintf(stderr, "%s: %s %s: emulator %s (CPU %.3f s), floor %s (CPU %.3f s)\n",
-                   std::string(kCmd).c_str(), c.name.c_str(), dtype.c_str(),
-                   Seconds(r->emulator).c_str(), r->emulator.cpu_median.value_or(0),
-                   Seconds(r->floor).c_str(), r->floor.cpu_median.value_or(0));
-      results.push_back(*std::move(r));
+      const size_t first = results.size();
+      for (const std::string& id : group) {
+        const BenchCase c = MakeCase(id, f, dtype);
+        absl::StatusOr<CaseResult> r =
+            RunBenchCase(c, dtype, *inputs, names, bw, s, xla_inputs);
+        if (!r.ok()) {
+          std::fprintf(stderr, "%s: %s %s: %s\n", std::string(kCmd).c_str(), c.name.c_str(),
+                       dtype.c_str(), OneLine(r.status().message()).c_str());
+          failed = true;
+          continue;
+        }
+        report(*r, r->floor, "floor");
+        if (r->floor_check && !(*r->floor_check <= 1)) failed = true;
+        std::fprintf(stderr, "%s: %s %s: emulator %s (CPU %.3f s), floor %s (CPU %.3f s)\n",
+                     std::string(kCmd).c_str(), c.name.c_str(), dtype.c_str(),
+                     Seconds(r->emulator).c_str(), r->emulator.cpu_median.value_or(0),
+                     Seconds(r->floor).c_str(), r->floor.cpu_median.value_or(0));
+        results.push_back(*std::move(r));
+      }
+      // The XLA side gets the machine's memory to itself: the inputs are on
+      // disk, the emulator's cached buffers go back to the system.
+      inputs->clear();
+      runtime::ReleaseHostCache();
+      for (size_t i = first; i < results.size(); ++i) {
+        CaseResult& r = results[i];
+        RunXlaSide(s, &r);
+        report(r, r.xla, "XLA:CPU");
+        report(r, r.jax, "jax.jit");
+        if (!r.xla_case_dir.empty()) {
+          std::fprintf(stderr, "%s: %s %s: XLA:CPU %s, jax.jit %s\n",
+                       std::string(kCmd).c_str(), r.bench.name.c_str(), dtype.c_str(),
+                       Seconds(r.xla).c_str(), Seconds(r.jax).c_str());
+        }
+      }
+      if (!xla_inputs.empty() && !f.keep_work) {
+        std::error_code ec;
+        std::filesystem::remove_all(xla_inputs, ec);
+      }
     }
   }
   absl::StrAppend(&header, "load average ", LoadAverage(), " after\n");
-  const std::string table = Table(results);
+  std::string table = Table(results);
+  for (const CaseResult& r : results) {
+    if (r.host_io_seconds <= 0) continue;
+    absl::StrAppend(&table, "\n", r.bench.name, " ", r.dtype,
+                    ": devices' programs and collectives on per-device arrays; splitting the "
+                    "global inputs and assembling the global outputs on the host took ",
+                    SecondsText(r.host_io_seconds), " more (once, not in the median).");
+  }
   std::printf("\n%s\nload average %s after\n", table.c_str(), LoadAverage().c_str());
   if (!f.json.empty()) {
     if (absl::Status st = WriteFileAtomically(f.json, Json(results, header)); !st.ok()) {

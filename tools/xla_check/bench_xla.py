@@ -9,6 +9,7 @@ CASE_DIR (written by `tpuoff bench`) holds
                   "inputs": [{"name", "dtype": "f32|bf16|s32|pred", "shape": [...],
                               "file": "NAME.bin"}, ...]      (GLOBAL arrays, parameter order)
                   "jax_ref": null | {"kind": "grpo", "params": {GrpoParams fields}}
+                                  | {"kind": "grpo_fused", "params": {...}}  (matmul + loss)
                                   | {"kind": "entropy", "temperature": t}}
   module.hlo     HLO text;  NAME.bin  raw little-endian array bytes (bf16 as 16-bit words)
 
@@ -54,7 +55,9 @@ def load_inputs(case_dir: Path, manifest: dict) -> dict:
     for spec in manifest["inputs"]:
         dt = _np_dtype(spec["dtype"])
         shape = tuple(spec["shape"])
-        arr = np.fromfile(case_dir / spec["file"], dtype=dt)
+        # Mapped, not read: the arrays are copied once into XLA's buffers, and the
+        # mapping's pages are page cache the kernel can drop (GiB-sized logits).
+        arr = np.memmap(case_dir / spec["file"], dtype=dt, mode="r")
         if arr.size != int(np.prod(shape, dtype=np.int64)):
             raise xla_run.HarnessError(f"{spec['file']}: {arr.size} elements, shape {shape}")
         out[spec["name"]] = arr.reshape(shape)
@@ -142,11 +145,15 @@ def bench_jax(manifest: dict, inputs: dict) -> dict:
     ref = manifest.get("jax_ref")
     import jax
     import jax.numpy as jnp
-    if ref["kind"] == "grpo":
+    if ref["kind"] in ("grpo", "grpo_fused"):
         import jax_grpo
         gp = jax_grpo.GrpoParams(**ref["params"])
-        fn = jax_grpo.make_value_and_grad(gp)
-        names = gp.input_names()
+        if ref["kind"] == "grpo":
+            fn = jax_grpo.make_value_and_grad(gp)
+            names = gp.input_names()
+        else:
+            fn = jax_grpo.make_fused_value_and_grad(gp)
+            names = jax_grpo.fused_input_names(gp)
     elif ref["kind"] == "entropy":
         tau = float(ref.get("temperature", 1.0))
 

@@ -83,15 +83,14 @@ def params_from_case(case: dict) -> GrpoParams:
     return gp
 
 
-def make_value_and_grad(gp: GrpoParams, chosen: str = "onehot"):
-    """Return f(*inputs in gp.input_names() order) -> (loss, ptl, logp, entropy, lse, dlogits)."""
-    import jax
+def make_loss_fn(gp: GrpoParams, chosen: str = "onehot"):
+    """Return loss_fn(logits, chosen_ids, completion_mask, advantages, old_logp, ref_logp,
+    total_valid_tokens) -> (loss, (ptl, logp, entropy, lse)); unused inputs may be None."""
     import jax.numpy as jnp
     from jax import lax
 
     f32 = jnp.float32
     tau = float(gp.temperature)
-    names = gp.input_names()
 
     def stable_lse(x):
         mu = lax.stop_gradient(jnp.max(x, axis=-1, keepdims=True))
@@ -145,7 +144,15 @@ def make_value_and_grad(gp: GrpoParams, chosen: str = "onehot"):
         aux = (ptl, lax.stop_gradient(logp), entropy, lax.stop_gradient(lse))
         return loss, aux
 
-    vg = jax.value_and_grad(loss_fn, argnums=0, has_aux=True)
+    return loss_fn
+
+
+def make_value_and_grad(gp: GrpoParams, chosen: str = "onehot"):
+    """Return f(*inputs in gp.input_names() order) -> (loss, ptl, logp, entropy, lse, dlogits)."""
+    import jax
+
+    names = gp.input_names()
+    vg = jax.value_and_grad(make_loss_fn(gp, chosen), argnums=0, has_aux=True)
 
     def f(*args):
         if len(args) != len(names):
@@ -156,6 +163,42 @@ def make_value_and_grad(gp: GrpoParams, chosen: str = "onehot"):
         return loss, ptl, logp, ent, lse, dlogits
 
     f.__name__ = "grpo_value_and_grad"
+    return f
+
+
+FUSED_OUTPUT_NAMES = OUTPUT_NAMES[:-1] + ["d_hidden", "d_lm_head"]
+
+
+def fused_input_names(gp: GrpoParams) -> list:
+    return ["hidden", "lm_head"] + gp.input_names()[1:]
+
+
+def make_fused_value_and_grad(gp: GrpoParams, chosen: str = "onehot"):
+    """The unfused math of grpo_fused_linear, as a JAX user writes it: logits = hidden @ lm_head
+    (f32 accumulation, the [B,T,V] logits materialised), then the GRPO loss; gradients with
+    respect to hidden and lm_head. f(*inputs in fused_input_names(gp) order) ->
+    (loss, ptl, logp, entropy, lse, d_hidden, d_lm_head)."""
+    import jax
+    import jax.numpy as jnp
+
+    loss_fn = make_loss_fn(gp, chosen)
+    names = fused_input_names(gp)
+
+    def fused_loss(hidden, lm_head, *rest):
+        logits = jnp.einsum("bth,hv->btv", hidden, lm_head, preferred_element_type=jnp.float32)
+        return loss_fn(logits, *rest)
+
+    vg = jax.value_and_grad(fused_loss, argnums=(0, 1), has_aux=True)
+
+    def f(*args):
+        if len(args) != len(names):
+            raise TypeError(f"expected {names}")
+        kw = dict(zip(names, args))
+        rest = [kw.get(n) for n in INPUT_ORDER[1:]]
+        (loss, (ptl, logp, ent, lse)), (dh, dw) = vg(kw["hidden"], kw["lm_head"], *rest)
+        return loss, ptl, logp, ent, lse, dh, dw
+
+    f.__name__ = "grpo_fused_value_and_grad"
     return f
 
 
