@@ -60,6 +60,7 @@ absl::StatusOr<std::vector<DeviceBuffer*>> RunComputation(
     const std::vector<DeviceBuffer*>& args);
 
 absl::Status ExecuteOp(ExecContext& ctx, Frame& f, const Step& step);
+absl::Status RunChain(ExecContext& ctx, Frame& f, const RowChain& chain);
 
 std::string StepCategory(const Step& step) {
   switch (step.kind) {
@@ -101,7 +102,13 @@ absl::StatusOr<std::vector<DeviceBuffer*>> RunComputation(
     ctx.device->Free(f.slots[id], plan.computation->name());
     f.slots[id] = nullptr;
   }
-  for (const Step& step : plan.steps) {
+  for (int si = 0; si < plan.num_steps(); ++si) {
+    if (const RowChain* chain = ctx.plan->chain(plan, si)) {
+      RETURN_IF_ERROR(RunChain(ctx, f, *chain));
+      si = chain->last;
+      continue;
+    }
+    const Step& step = plan.steps[si];
     const double t0 = ctx.trace ? ctx.device->NowMicros() : 0;
     int64_t bytes = 0;
     for (int id : step.allocs) {
@@ -123,6 +130,73 @@ absl::StatusOr<std::vector<DeviceBuffer*>> RunComputation(
   std::vector<DeviceBuffer*> out;
   for (int id : plan.output_leaves) out.push_back(id == kNoBuffer ? nullptr : f.slots[id]);
   return out;
+}
+
+// The arrays a fused step's program reads and writes.
+void LoopArrays(const Frame& f, const Step& step, const LoopProgram& p,
+                std::vector<const void*>* inputs, std::vector<void*>* outputs) {
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    inputs->push_back(p.inputs[i] ? f.Data(p.inputs[i]) : p.literals[i]->raw());
+  }
+  if (step.kind == StepKind::kLoopReduce) {
+    for (const HloInstruction* r : step.roots) outputs->push_back(f.Data(r));
+  } else {
+    outputs->push_back(f.Data(step.instr));
+  }
+}
+
+// Steps chain.first..chain.last as one row chain (runtime/row_chain.h).
+// Allocations and frees are accounted in the planned order, so HBM figures
+// are the step-by-step ones; the host memory of buffers freed inside the
+// chain goes back only after the chain has run, as later chunks still read
+// it.
+absl::Status RunChain(ExecContext& ctx, Frame& f, const RowChain& chain) {
+  const ComputationPlan& plan = *f.plan;
+  const double t0 = ctx.trace ? ctx.device->NowMicros() : 0;
+  const int n = chain.last - chain.first + 1;
+  std::vector<std::vector<const void*>> inputs(n);
+  std::vector<std::vector<void*>> outputs(n);
+  std::vector<LoopExecution> steps;
+  steps.reserve(n);
+  std::vector<void*> released;
+  auto release = [&] {
+    for (void* p : released) HostFree(p);
+  };
+  int64_t bytes = 0;
+  std::string name;
+  for (int k = 0; k < n; ++k) {
+    const Step& step = plan.steps[chain.first + k];
+    for (int id : step.allocs) {
+      absl::StatusOr<DeviceBuffer*> b =
+          ctx.device->Allocate(plan.buffers[id].bytes, step.instr->name());
+      if (!b.ok()) {
+        release();
+        return b.status();
+      }
+      f.slots[id] = *b;
+      bytes += plan.buffers[id].bytes;
+    }
+    if (const LoopProgram* p = ctx.plan->program(step)) {
+      LoopArrays(f, step, *p, &inputs[k], &outputs[k]);
+      steps.emplace_back(*p, inputs[k], outputs[k]);
+    } else if (absl::Status s = ExecuteOp(ctx, f, step); !s.ok()) {  // a constant
+      release();
+      return Annotate(s, ctx, step.instr);
+    }
+    for (int id : step.frees) {
+      released.push_back(ctx.device->TakeData(f.slots[id]));
+      ctx.device->Free(f.slots[id], step.instr->name());
+      f.slots[id] = nullptr;
+    }
+    absl::StrAppend(&name, k ? " + " : "", step.name);
+  }
+  RunRowChain(chain, steps, ctx.num_threads);
+  release();
+  if (ctx.trace) {
+    ctx.trace->AddEvent({name + " (row chain)", "fusion", ctx.device_index, t0,
+                         ctx.device->NowMicros() - t0, bytes});
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RunWhile(ExecContext& ctx, Frame& f, const Step& step) {
@@ -185,15 +259,8 @@ absl::Status ExecuteOp(ExecContext& ctx, Frame& f, const Step& step) {
   if (step.kind == StepKind::kLoop || step.kind == StepKind::kLoopReduce) {
     const LoopProgram& p = *ctx.plan->program(step);
     std::vector<const void*> inputs;
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      inputs.push_back(p.inputs[i] ? f.Data(p.inputs[i]) : p.literals[i]->raw());
-    }
     std::vector<void*> outputs;
-    if (step.kind == StepKind::kLoopReduce) {
-      for (const HloInstruction* r : step.roots) outputs.push_back(f.Data(r));
-    } else {
-      outputs.push_back(f.Data(x));
-    }
+    LoopArrays(f, step, p, &inputs, &outputs);
     if (step.update && step.in_place_of == kNoBuffer) {
       // Not in place: the result starts as a copy of the array updated.
       DeviceBuffer* base = f.Leaf(x->operand(0));
@@ -425,7 +492,8 @@ absl::StatusOr<RunResult> RunImpl(
   if (n == 0) return absl::InvalidArgumentError("RunSpmd: no devices");
   PlanOptions plan_options;
   plan_options.enable_fusion = !options.disable_fusion;
-  ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan, ModulePlan::Build(module, plan_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,
+                   ModulePlan::Build(module, plan_options, !options.disable_row_chains));
   std::unique_ptr<InProcessCollectives> own_backend;
   if (backend == nullptr) {
     own_backend = std::make_unique<InProcessCollectives>(n);

@@ -36,6 +36,10 @@ struct RunOptions {
   // Turn the planner's elementwise fusion off (every op materialises its
   // result); for tests and debugging. Results are bit-identical either way.
   bool disable_fusion = false;
+  // Run every fused step on its own instead of grouping steps into row
+  // chains (runtime/row_chain.h); for tests and debugging. Results and HBM
+  // figures are bit-identical either way.
+  bool disable_row_chains = false;
 };
 
 struct RunResult {

@@ -521,6 +521,8 @@ void Splat(uint8_t* block, int w, int64_t n) {
 constexpr int64_t kPrefetchRows = 4;
 constexpr int64_t kStreamingStoreBytes = int64_t{256} << 20;
 
+}  // namespace
+
 // Per-run state: the program, input pointers and dynamic offsets.
 struct Evaluator {
   const LoopProgram& p;
@@ -641,6 +643,8 @@ struct Evaluator {
     }
   }
 };
+
+namespace {
 
 // Per-thread scratch, reused across loops (a few KB per slot).
 uint8_t* ThreadScratch(size_t bytes) {
@@ -801,146 +805,197 @@ std::string LoopProgramToString(const LoopProgram& p) {
   return out;
 }
 
-void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
-                    absl::Span<void* const> outputs, int num_threads) {
-  const int64_t rank = p.shape.rank();
-  const int64_t cols = rank ? p.shape.dimensions(rank - 1) : 1;
-  int64_t rows = 1;
-  for (int64_t d = 0; d + 1 < rank; ++d) rows *= p.shape.dimensions(d);
-  if (rows * cols == 0 && !p.reduce) return;
-  const int64_t bpr = (cols + kLoopBlock - 1) / kLoopBlock;  // blocks per row
-  const Evaluator ev(p, inputs);
-  const size_t scratch_bytes = static_cast<size_t>(p.scratch_bytes);
-
-  if (!p.reduce) {
-    const int out_width = hlo::ByteWidth(p.out_type);
-    uint8_t* out = static_cast<uint8_t*>(outputs[0]);
+LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* const> inputs,
+                             absl::Span<void* const> outputs)
+    : p_(program), outputs_(outputs.begin(), outputs.end()) {
+  const int64_t rank = p_.shape.rank();
+  cols_ = rank ? p_.shape.dimensions(rank - 1) : 1;
+  for (int64_t d = 0; d + 1 < rank; ++d) rows_ *= p_.shape.dimensions(d);
+  bpr_ = (cols_ + kLoopBlock - 1) / kLoopBlock;
+  eval_ = std::make_unique<Evaluator>(p_, inputs);
+  if (!p_.reduce) {
     // Update programs store rows of the update into the larger array.
-    std::vector<int64_t> out_row_strides(std::max<int64_t>(rank - 1, 0));
-    int64_t out_base = 0;
-    if (p.update) {
-      for (int64_t d = 0; d + 1 < rank; ++d) out_row_strides[d] = p.out_strides[d];
-      out_base = ev.DynamicOffset(p.out_starts);
+    out_row_strides_.resize(std::max<int64_t>(rank - 1, 0));
+    if (p_.update) {
+      for (int64_t d = 0; d + 1 < rank; ++d) out_row_strides_[d] = p_.out_strides[d];
+      out_base_ = eval_->DynamicOffset(p_.out_starts);
     }
-    const int64_t items = rows * bpr;
     // An update of an array far beyond the last-level cache (dlogits of a
     // [B,T,V] tile loop) streams its stores past the cache: no
     // read-for-ownership of lines it overwrites whole. (Measured ~5% on the
     // seed shape's backward; plain elementwise outputs lose with it, as a
     // following step usually reads them back.)
-    const StoreKernel store =
-        p.update && p.output_bytes >= kStreamingStoreBytes ? p.stream_store : p.store;
-    ParallelFor(ThreadsFor(rows * cols, num_threads), items, [&](int64_t begin, int64_t end) {
-      uint8_t* scratch = ThreadScratch(scratch_bytes);
-      std::vector<int64_t> idx(std::max<int64_t>(rank, 1));
-      std::vector<uint8_t*> vals(p.nodes.size());
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t row = item / bpr;
-        const int64_t c0 = (item % bpr) * kLoopBlock;
-        const int64_t n = std::min(kLoopBlock, cols - c0);
-        ev.Eval(row, c0, n, scratch, idx.data(), vals.data());
-        const uint8_t* root = vals[p.root];
-        int64_t pos = row * cols + c0;
-        if (p.update) {
-          pos = out_base + c0;
-          for (int64_t d = 0; d + 1 < rank; ++d) pos += idx[d] * out_row_strides[d];
-        }
-        store(root, out + pos * out_width, n);
-      }
-    });
+    store_ = p_.update && p_.output_bytes >= kStreamingStoreBytes ? p_.stream_store : p_.store;
     return;
   }
-
   // Streaming reductions over dims [k, rank): segment s covers rows
   // [s*seg_rows, (s+1)*seg_rows). Each chunk of kReduceChunkBlocks row-blocks
   // folds into kFoldLanes lanes per output (from the reducer's identity; a
   // block-wide accumulator when there is no fold kernel), lanes fold
   // pairwise into a partial, and the partials of a segment combine left to
   // right after init.
-  const int64_t k = p.num_kept_dims;
-  int64_t segments = 1;
-  for (int64_t d = 0; d < k; ++d) segments *= p.shape.dimensions(d);
-  if (segments == 0) return;
-  const int64_t seg_rows = k >= rank ? 1 : rows / std::max<int64_t>(segments, 1);
-  const int64_t seg_items = (k >= rank || rows == 0) ? 0 : seg_rows * bpr;
-  const int64_t chunks = (seg_items + kReduceChunkBlocks - 1) / kReduceChunkBlocks;
-  const size_t nout = p.reduce_outputs.size();
-  std::vector<uint64_t> partials(std::max<int64_t>(segments * chunks, 1) * nout);
-  ParallelFor(ThreadsFor(rows * cols, num_threads), segments * chunks,
-              [&](int64_t begin, int64_t end) {
-    uint8_t* scratch = ThreadScratch(scratch_bytes + nout * kLoopBlock * 8);
-    uint8_t* acc_base = scratch + scratch_bytes;
-    std::vector<int64_t> idx(std::max<int64_t>(rank, 1));
-    std::vector<uint8_t*> node_vals(p.nodes.size());
+  const int64_t k = p_.num_kept_dims;
+  for (int64_t d = 0; d < k; ++d) segments_ *= p_.shape.dimensions(d);
+  seg_rows_ = k >= rank ? 1 : rows_ / std::max<int64_t>(segments_, 1);
+  seg_items_ = (k >= rank || rows_ == 0) ? 0 : seg_rows_ * bpr_;
+  chunks_ = (seg_items_ + kReduceChunkBlocks - 1) / kReduceChunkBlocks;
+}
+
+LoopExecution::~LoopExecution() = default;
+LoopExecution::LoopExecution(LoopExecution&&) = default;
+
+int64_t LoopExecution::units() const { return p_.reduce ? segments_ : rows_ * cols_; }
+
+void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch,
+                              int64_t* idx, uint8_t** vals) const {
+  eval_->Eval(row, c0, n, scratch, idx, vals);
+  int64_t pos = row * cols_ + c0;
+  if (p_.update) {
+    pos = out_base_ + c0;
+    for (int64_t d = 0; d + 1 < p_.shape.rank(); ++d) pos += idx[d] * out_row_strides_[d];
+  }
+  store_(vals[p_.root], static_cast<uint8_t*>(outputs_[0]) + pos * hlo::ByteWidth(p_.out_type),
+         n);
+}
+
+// Folds chunk `c` of segment `s` into `partial` (one word per output).
+void LoopExecution::ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t* idx,
+                                uint8_t** node_vals, uint64_t* partial) const {
+  uint8_t* acc_base = scratch + p_.scratch_bytes;
+  const size_t nout = p_.reduce_outputs.size();
+  for (size_t o = 0; o < nout; ++o) {  // identity lanes
+    const LoopReduceOutput& ro = p_.reduce_outputs[o];
+    if (ro.fold == nullptr) continue;
+    std::memcpy(acc_base + o * kLoopBlock * 8, ro.identity_lanes.data(),
+                ro.identity_lanes.size());
+  }
+  int64_t filled = 0;  // block-wide accumulators (no fold kernel)
+  const int64_t last = std::min(seg_items_, (c + 1) * kReduceChunkBlocks);
+  for (int64_t item = c * kReduceChunkBlocks; item < last; ++item) {
+    const int64_t row = s * seg_rows_ + item / bpr_;
+    const int64_t c0 = (item % bpr_) * kLoopBlock;
+    const int64_t n = std::min(kLoopBlock, cols_ - c0);
+    eval_->Eval(row, c0, n, scratch, idx, node_vals);
+    const int64_t common = std::min(filled, n);
+    for (size_t o = 0; o < nout; ++o) {
+      const LoopReduceOutput& ro = p_.reduce_outputs[o];
+      uint8_t* acc = acc_base + o * kLoopBlock * 8;
+      if (ro.fold_select != nullptr) {
+        ro.fold_select(acc, node_vals[ro.args[0]], node_vals[ro.args[1]],
+                       node_vals[ro.args[2]], n);
+        continue;
+      }
+      if (ro.fold_product != nullptr) {
+        ro.fold_product(acc, node_vals[ro.args[0]], node_vals[ro.args[1]], n);
+        continue;
+      }
+      const uint8_t* vals = node_vals[ro.node];
+      if (ro.fold != nullptr) {
+        ro.fold(acc, vals, n);
+        continue;
+      }
+      const int w = ComputeWidth(ro.type);
+      if (common > 0) ro.combine(acc, vals, acc, common);
+      if (n > filled) std::memcpy(acc + filled * w, vals + filled * w, (n - filled) * w);
+    }
+    filled = std::max(filled, n);
+  }
+  for (size_t o = 0; o < nout; ++o) {
+    const LoopReduceOutput& ro = p_.reduce_outputs[o];
+    const int w = ComputeWidth(ro.type);
+    uint8_t* acc = acc_base + o * kLoopBlock * 8;
+    for (int64_t f = ro.fold != nullptr ? kFoldLanes : filled; f > 1;) {
+      const int64_t half = (f + 1) / 2;
+      ro.combine(acc, acc + half * w, acc, f - half);
+      f = half;
+    }
+    // An empty chunk of a block-wide accumulator leaves it unset; chunks
+    // are never empty (chunks = ceil(items / kReduceChunkBlocks)).
+    std::memcpy(&partial[o], acc, w);
+  }
+}
+
+// Combines segment s's partials (chunk-major, one word per output) after
+// the init value, left to right, and stores the results.
+void LoopExecution::FinishSegment(int64_t s, const uint64_t* partials) const {
+  const size_t nout = p_.reduce_outputs.size();
+  for (size_t o = 0; o < nout; ++o) {
+    const LoopReduceOutput& ro = p_.reduce_outputs[o];
+    const uint8_t* init_src = static_cast<const uint8_t*>(eval_->inputs[ro.init_input]);
+    uint64_t acc = 0;
+    GetLoadKernel(ro.type)(init_src, 0, &acc, 1);
+    for (int64_t c = 0; c < chunks_; ++c) ro.combine(&acc, &partials[c * nout + o], &acc, 1);
+    ro.store(&acc, static_cast<uint8_t*>(outputs_[o]) + s * hlo::ByteWidth(ro.type), 1);
+  }
+}
+
+size_t LoopExecution::ScratchBytes() const {
+  return static_cast<size_t>(p_.scratch_bytes) +
+         (p_.reduce ? p_.reduce_outputs.size() * kLoopBlock * 8 : 0);
+}
+
+void LoopExecution::Run(int num_threads) const {
+  if (rows_ * cols_ == 0 && !p_.reduce) return;
+  if (p_.reduce && segments_ == 0) return;
+  const int threads = ThreadsFor(rows_ * cols_, num_threads);
+  if (!p_.reduce) {
+    ParallelFor(threads, rows_ * bpr_, [&](int64_t begin, int64_t end) {
+      uint8_t* scratch = ThreadScratch(ScratchBytes());
+      std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+      std::vector<uint8_t*> vals(p_.nodes.size());
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t c0 = (item % bpr_) * kLoopBlock;
+        EvalStore(item / bpr_, c0, std::min(kLoopBlock, cols_ - c0), scratch, idx.data(),
+                  vals.data());
+      }
+    });
+    return;
+  }
+  const size_t nout = p_.reduce_outputs.size();
+  std::vector<uint64_t> partials(std::max<int64_t>(segments_ * chunks_, 1) * nout);
+  ParallelFor(threads, segments_ * chunks_, [&](int64_t begin, int64_t end) {
+    uint8_t* scratch = ThreadScratch(ScratchBytes());
+    std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+    std::vector<uint8_t*> vals(p_.nodes.size());
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t s = task / chunks;
-      const int64_t c = task % chunks;
-      for (size_t o = 0; o < nout; ++o) {  // identity lanes
-        const LoopReduceOutput& ro = p.reduce_outputs[o];
-        if (ro.fold == nullptr) continue;
-        std::memcpy(acc_base + o * kLoopBlock * 8, ro.identity_lanes.data(),
-                    ro.identity_lanes.size());
-      }
-      int64_t filled = 0;  // block-wide accumulators (no fold kernel)
-      const int64_t last = std::min(seg_items, (c + 1) * kReduceChunkBlocks);
-      for (int64_t item = c * kReduceChunkBlocks; item < last; ++item) {
-        const int64_t row = s * seg_rows + item / bpr;
-        const int64_t c0 = (item % bpr) * kLoopBlock;
-        const int64_t n = std::min(kLoopBlock, cols - c0);
-        ev.Eval(row, c0, n, scratch, idx.data(), node_vals.data());
-        const int64_t common = std::min(filled, n);
-        for (size_t o = 0; o < nout; ++o) {
-          const LoopReduceOutput& ro = p.reduce_outputs[o];
-          uint8_t* acc = acc_base + o * kLoopBlock * 8;
-          if (ro.fold_select != nullptr) {
-            ro.fold_select(acc, node_vals[ro.args[0]], node_vals[ro.args[1]],
-                           node_vals[ro.args[2]], n);
-            continue;
-          }
-          if (ro.fold_product != nullptr) {
-            ro.fold_product(acc, node_vals[ro.args[0]], node_vals[ro.args[1]], n);
-            continue;
-          }
-          const uint8_t* vals = node_vals[ro.node];
-          if (ro.fold != nullptr) {
-            ro.fold(acc, vals, n);
-            continue;
-          }
-          const int w = ComputeWidth(ro.type);
-          if (common > 0) ro.combine(acc, vals, acc, common);
-          if (n > filled) std::memcpy(acc + filled * w, vals + filled * w, (n - filled) * w);
-        }
-        filled = std::max(filled, n);
-      }
-      for (size_t o = 0; o < nout; ++o) {
-        const LoopReduceOutput& ro = p.reduce_outputs[o];
-        const int w = ComputeWidth(ro.type);
-        uint8_t* acc = acc_base + o * kLoopBlock * 8;
-        for (int64_t f = ro.fold != nullptr ? kFoldLanes : filled; f > 1;) {
-          const int64_t half = (f + 1) / 2;
-          ro.combine(acc, acc + half * w, acc, f - half);
-          f = half;
-        }
-        // An empty chunk of a block-wide accumulator leaves it unset; chunks
-        // are never empty (chunks = ceil(items / kReduceChunkBlocks)).
-        std::memcpy(&partials[task * nout + o], acc, w);
-      }
+      ReduceChunk(task / chunks_, task % chunks_, scratch, idx.data(), vals.data(),
+                  &partials[task * nout]);
     }
   });
-  for (size_t o = 0; o < nout; ++o) {
-    const LoopReduceOutput& ro = p.reduce_outputs[o];
-    const uint8_t* init_src = static_cast<const uint8_t*>(inputs[ro.init_input]);
-    const LoadKernel load_init = GetLoadKernel(ro.type);
-    const int out_width = hlo::ByteWidth(ro.type);
-    for (int64_t s = 0; s < segments; ++s) {
-      uint64_t acc = 0;
-      load_init(init_src, 0, &acc, 1);
-      for (int64_t c = 0; c < chunks; ++c) {
-        ro.combine(&acc, &partials[(s * chunks + c) * nout + o], &acc, 1);
-      }
-      ro.store(&acc, static_cast<uint8_t*>(outputs[o]) + s * out_width, 1);
+  for (int64_t s = 0; s < segments_; ++s) FinishSegment(s, &partials[s * chunks_ * nout]);
+}
+
+void LoopExecution::RunUnits(int64_t begin, int64_t end) const {
+  // Called many times per run (once per chunk of rows of a row chain): the
+  // per-call arrays are thread-local, not allocated each time.
+  thread_local std::vector<int64_t> idx;
+  thread_local std::vector<uint8_t*> vals;
+  thread_local std::vector<uint64_t> partials;
+  idx.resize(std::max<int64_t>(p_.shape.rank(), 1));
+  vals.resize(p_.nodes.size());
+  uint8_t* scratch = ThreadScratch(ScratchBytes());
+  if (!p_.reduce) {
+    for (int64_t e = begin; e < end;) {
+      const int64_t row = e / cols_, c0 = e % cols_;
+      const int64_t n = std::min({kLoopBlock, cols_ - c0, end - e});
+      EvalStore(row, c0, n, scratch, idx.data(), vals.data());
+      e += n;
     }
+    return;
   }
+  const size_t nout = p_.reduce_outputs.size();
+  partials.resize(std::max<int64_t>(chunks_, 1) * nout);
+  for (int64_t s = begin; s < end; ++s) {
+    for (int64_t c = 0; c < chunks_; ++c) {
+      ReduceChunk(s, c, scratch, idx.data(), vals.data(), &partials[c * nout]);
+    }
+    FinishSegment(s, partials.data());
+  }
+}
+
+void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
+                    absl::Span<void* const> outputs, int num_threads) {
+  LoopExecution(p, inputs, outputs).Run(num_threads);
 }
 
 }  // namespace tpuoff::runtime

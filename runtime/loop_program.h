@@ -18,6 +18,7 @@
 #define TPUOFF_RUNTIME_LOOP_PROGRAM_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@
 
 namespace tpuoff::runtime {
 
-inline constexpr int64_t kLoopBlock = 1024;  // elements per block
+inline constexpr int64_t kLoopBlock = 2048;  // elements per block
 // Row-blocks per reduction chunk. Fixed, so the combine order (and the
 // result) does not depend on the thread count.
 inline constexpr int64_t kReduceChunkBlocks = 8;
@@ -193,6 +194,48 @@ absl::StatusOr<LoopProgram> BuildLoopUpdateProgram(
 void RunLoopProgram(const LoopProgram& program,
                     absl::Span<const void* const> inputs,
                     absl::Span<void* const> outputs, int num_threads);
+
+struct Evaluator;
+
+// One run of a program on given arrays (what RunLoopProgram does), which can
+// also be done piecewise: in units of one element of the iteration space
+// (elementwise programs) or one reduce output element, i.e. one segment of
+// the kept dimensions (reduce programs). Any split into unit ranges gives
+// bit-identical results: a segment is always reduced whole, in the same
+// order. Used by row chains (runtime/row_chain.h).
+class LoopExecution {
+ public:
+  LoopExecution(const LoopProgram& program, absl::Span<const void* const> inputs,
+                absl::Span<void* const> outputs);
+  ~LoopExecution();
+  LoopExecution(LoopExecution&&);
+
+  const LoopProgram& program() const { return p_; }
+  int64_t units() const;
+  // All units, over `num_threads`.
+  void Run(int num_threads) const;
+  // Units [begin, end) on the calling thread (not for update programs).
+  void RunUnits(int64_t begin, int64_t end) const;
+
+ private:
+  void EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,
+                 uint8_t** vals) const;
+  void ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t* idx, uint8_t** vals,
+                   uint64_t* partial) const;
+  void FinishSegment(int64_t s, const uint64_t* partials) const;
+  size_t ScratchBytes() const;
+
+  const LoopProgram& p_;
+  std::vector<void*> outputs_;
+  std::unique_ptr<Evaluator> eval_;
+  int64_t rows_ = 1, cols_ = 1, bpr_ = 1;  // iteration space as rows x minor dim
+  // Elementwise / update programs.
+  StoreKernel store_ = nullptr;
+  std::vector<int64_t> out_row_strides_;
+  int64_t out_base_ = 0;
+  // Reduce programs.
+  int64_t segments_ = 1, seg_rows_ = 1, seg_items_ = 0, chunks_ = 0;
+};
 
 }  // namespace tpuoff::runtime
 

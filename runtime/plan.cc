@@ -62,7 +62,7 @@ absl::StatusOr<LoopProgram> CompileStep(const ComputationPlan& plan,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
-    const hlo::HloModule& module, const PlanOptions& options) {
+    const hlo::HloModule& module, const PlanOptions& options, bool row_chains) {
   auto plan = std::unique_ptr<ModulePlan>(new ModulePlan());
   ASSIGN_OR_RETURN(plan->buffers_, hlo::BufferPlan::Build(module, options));
   for (const ComputationPlan* c : plan->buffers_->all()) {
@@ -73,8 +73,19 @@ absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
       ASSIGN_OR_RETURN(LoopProgram program, CompileStep(*c, step));
       plan->programs_[&step] = std::make_unique<LoopProgram>(std::move(program));
     }
+    if (!options.enable_fusion || !row_chains) continue;
+    for (RowChain& chain : FindRowChains(
+             *c, [&](const Step& step) { return plan->program(step); })) {
+      const Step* first = &c->steps[chain.first];
+      plan->chains_[first] = std::move(chain);
+    }
   }
   return plan;
+}
+
+const RowChain* ModulePlan::chain(const ComputationPlan& plan, int index) const {
+  auto it = chains_.find(&plan.steps[index]);
+  return it == chains_.end() ? nullptr : &it->second;
 }
 
 const LoopProgram* ModulePlan::program(const Step& step) const {

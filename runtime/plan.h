@@ -13,6 +13,7 @@
 #include "hlo/buffer_plan.h"
 #include "hlo/module.h"
 #include "runtime/loop_program.h"
+#include "runtime/row_chain.h"
 
 namespace tpuoff::runtime {
 
@@ -34,8 +35,10 @@ class ModulePlan {
   // Plans the module (hlo::BufferPlan::Build) and compiles every fused
   // step. INTERNAL if a fused group cannot be compiled or its program reads
   // something the plan does not keep alive.
+  // `row_chains`: group steps into row chains (runtime/row_chain.h) when
+  // fusion is enabled.
   static absl::StatusOr<std::unique_ptr<ModulePlan>> Build(
-      const hlo::HloModule& module, const PlanOptions& options = {});
+      const hlo::HloModule& module, const PlanOptions& options = {}, bool row_chains = true);
 
   const hlo::BufferPlan& buffers() const { return *buffers_; }
   const ComputationPlan& entry() const { return buffers_->entry(); }
@@ -47,9 +50,14 @@ class ModulePlan {
   // The compiled loop of a kLoop / kLoopReduce step of this plan; nullptr
   // for other steps.
   const LoopProgram* program(const Step& step) const;
+  // The row chain (runtime/row_chain.h) starting at step `index` of `plan`,
+  // or nullptr.
+  const RowChain* chain(const ComputationPlan& plan, int index) const;
 
  private:
   std::unique_ptr<hlo::BufferPlan> buffers_;
+  // Row chains keyed by their first step (only with fusion enabled).
+  absl::flat_hash_map<const Step*, RowChain> chains_;
   // Keyed by step address: steps do not move once planned.
   absl::flat_hash_map<const Step*, std::unique_ptr<LoopProgram>> programs_;
 };
