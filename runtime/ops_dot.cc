@@ -1,11 +1,16 @@
-// dot through Eigen. Operands are packed to [batch, M, K] and [batch, K, N]
-// in the accumulation type (f32, or f64 when any side is f64); the product of
-// each fixed block of rows runs single-threaded in Eigen, blocks are spread
-// over OpenMP threads, so results do not depend on the thread count.
+// dot through Eigen. Operands become [batch, M, K] and [batch, K, N] stacks
+// in the accumulation type (f32, or f64 when any side is f64): the source
+// itself when it is already that type with its dimensions in either order
+// (a transposed operand is read as column-major), a contiguous conversion
+// (bf16/f16) in that case, else a permuting pack. The product of each fixed
+// block of rows runs single-threaded in Eigen, blocks are spread over OpenMP
+// threads, so results do not depend on the thread count.
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -67,8 +72,9 @@ void Pack(const void* src, const Shape& s, const std::vector<int64_t>& perm,
 }
 
 struct DotGeometry {
-  std::vector<int64_t> lhs_perm, rhs_perm;
+  std::vector<int64_t> lhs_perm, rhs_perm;  // [batch, m, k] and [batch, k, n]
   int64_t batch = 1, m = 1, k = 1, n = 1;
+  size_t num_batch = 0, num_m = 0, num_k = 0;  // dims in each group
 };
 
 DotGeometry Geometry(const HloInstruction& instr) {
@@ -89,6 +95,9 @@ DotGeometry Geometry(const HloInstruction& instr) {
   };
   const auto lf = free_dims(ls, d.lhs_batch_dimensions, d.lhs_contracting_dimensions);
   const auto rf = free_dims(rs, d.rhs_batch_dimensions, d.rhs_contracting_dimensions);
+  g.num_batch = d.lhs_batch_dimensions.size();
+  g.num_m = lf.size();
+  g.num_k = d.lhs_contracting_dimensions.size();
   for (int64_t i : d.lhs_batch_dimensions) {
     g.lhs_perm.push_back(i);
     g.batch *= ls.dimensions(i);
@@ -110,9 +119,66 @@ DotGeometry Geometry(const HloInstruction& instr) {
   return g;
 }
 
+// A [batch, rows, cols] stack of matrices in T: row-major, or column-major
+// when the source stores each matrix transposed.
 template <typename T>
-void MatMul(const DotGeometry& g, const T* a, const T* b, T* c, int threads) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+struct Operand {
+  const T* data = nullptr;
+  bool col_major = false;
+  std::vector<T> storage;  // when data is not the source itself
+};
+
+// Whether `perm` (packed dims: batch, then group 1, then group 2, sizes
+// nb, n1, n2) reads the source in order (0) or with the two groups swapped,
+// each in order (1: every matrix stored transposed); -1 otherwise.
+int Layout(const std::vector<int64_t>& perm, size_t nb, size_t n1) {
+  const size_t r = perm.size(), n2 = r - nb - n1;
+  bool identity = true, swapped = true;
+  for (size_t i = 0; i < r; ++i) {
+    identity &= perm[i] == static_cast<int64_t>(i);
+    int64_t want = static_cast<int64_t>(i);  // batch dims stay
+    if (i >= nb && i < nb + n1) want = static_cast<int64_t>(i + n2);
+    if (i >= nb + n1) want = static_cast<int64_t>(i - n1);
+    swapped &= perm[i] == want;
+  }
+  return identity ? 0 : swapped ? 1 : -1;
+}
+
+// The operand as matrices of T: the source itself when it already is T in
+// a usable layout, else converted in source order (a contiguous pass), else
+// packed through the permutation.
+template <typename T>
+void MakeOperand(const void* src, const Shape& s, const std::vector<int64_t>& perm, size_t nb,
+                 size_t n1, Operand<T>* op) {
+  const int layout = Layout(perm, nb, n1);
+  const int64_t n = s.num_elements();
+  const PrimitiveType type = s.element_type();
+  const bool same = (std::is_same_v<T, float> && type == PrimitiveType::kF32) ||
+                    (std::is_same_v<T, double> && type == PrimitiveType::kF64);
+  op->col_major = layout == 1;
+  if (layout >= 0 && same) {
+    op->data = static_cast<const T*>(src);
+    return;
+  }
+  op->storage.resize(n);
+  op->data = op->storage.data();
+  const bool half = type == PrimitiveType::kBF16 || type == PrimitiveType::kF16;
+  if (layout >= 0 && half && std::is_same_v<T, float>) {
+    GetLoadKernel(type)(src, 1, op->storage.data(), n);  // 16-bit floats -> f32
+    return;
+  }
+  op->col_major = false;
+  Pack<T>(src, s, perm, op->storage.data());
+}
+
+// C[b] = A[b] * B[b] for [m, k] x [k, n] matrices, row blocks of C spread
+// over threads (each block's product single-threaded: results do not depend
+// on the thread count).
+template <typename T>
+void MatMul(const DotGeometry& g, const Operand<T>& a, const Operand<T>& b, T* c, int threads) {
+  using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  using Stride = Eigen::OuterStride<>;
   const int64_t blocks = (g.m + kDotRowBlock - 1) / kDotRowBlock;
   const int64_t tasks = g.batch * blocks;
   const int nt = g.batch * g.m * g.n * g.k < (1 << 18) ? 1 : std::max(1, threads);
@@ -121,10 +187,21 @@ void MatMul(const DotGeometry& g, const T* a, const T* b, T* c, int threads) {
     const int64_t bi = t / blocks;
     const int64_t r0 = (t % blocks) * kDotRowBlock;
     const int64_t rows = std::min(kDotRowBlock, g.m - r0);
-    Eigen::Map<const Mat> A(a + (bi * g.m + r0) * g.k, rows, g.k);
-    Eigen::Map<const Mat> B(b + bi * g.k * g.n, g.k, g.n);
-    Eigen::Map<Mat> C(c + (bi * g.m + r0) * g.n, rows, g.n);
-    C.noalias() = A * B;
+    Eigen::Map<RowMat> C(c + (bi * g.m + r0) * g.n, rows, g.n);
+    const T* ab = a.data + bi * g.m * g.k;
+    const T* bb = b.data + bi * g.k * g.n;
+    auto times_b = [&](const auto& A) {
+      if (b.col_major) {
+        C.noalias() = A * Eigen::Map<const ColMat>(bb, g.k, g.n);
+      } else {
+        C.noalias() = A * Eigen::Map<const RowMat>(bb, g.k, g.n);
+      }
+    };
+    if (a.col_major) {
+      times_b(Eigen::Map<const ColMat, 0, Stride>(ab + r0, rows, g.k, Stride(g.m)));
+    } else {
+      times_b(Eigen::Map<const RowMat>(ab + r0 * g.k, rows, g.k));
+    }
   }
 }
 
@@ -172,10 +249,11 @@ absl::Status DotKernel(const HloInstruction& instr, const void* lhs,
                           rs.element_type() == PrimitiveType::kF64 ||
                           out_type == PrimitiveType::kF64;
   if (use_double) {
-    std::vector<double> a(g.batch * g.m * g.k), b(g.batch * g.k * g.n), c(out_n);
-    Pack<double>(lhs, ls, g.lhs_perm, a.data());
-    Pack<double>(rhs, rs, g.rhs_perm, b.data());
-    if (out_n > 0) MatMul<double>(g, a.data(), b.data(), c.data(), num_threads);
+    Operand<double> a, b;
+    MakeOperand(lhs, ls, g.lhs_perm, g.num_batch, g.num_m, &a);
+    MakeOperand(rhs, rs, g.rhs_perm, g.num_batch, g.num_k, &b);
+    std::vector<double> c(out_n);
+    if (out_n > 0 && g.k > 0) MatMul<double>(g, a, b, c.data(), num_threads);
     auto conv = GetConvertKernel(PrimitiveType::kF64, out_type);
     if (!conv.ok()) return conv.status();
     std::vector<uint64_t> tmp(out_n);
@@ -183,16 +261,11 @@ absl::Status DotKernel(const HloInstruction& instr, const void* lhs,
     GetStoreKernel(out_type)(tmp.data(), out, out_n);
     return absl::OkStatus();
   }
-  std::vector<float> a(g.batch * g.m * g.k), b(g.batch * g.k * g.n), c(out_n);
-  Pack<float>(lhs, ls, g.lhs_perm, a.data());
-  Pack<float>(rhs, rs, g.rhs_perm, b.data());
-  if (out_n > 0) {
-    if (g.k == 0) {
-      std::fill(c.begin(), c.end(), 0.0f);
-    } else {
-      MatMul<float>(g, a.data(), b.data(), c.data(), num_threads);
-    }
-  }
+  Operand<float> a, b;
+  MakeOperand(lhs, ls, g.lhs_perm, g.num_batch, g.num_m, &a);
+  MakeOperand(rhs, rs, g.rhs_perm, g.num_batch, g.num_k, &b);
+  std::vector<float> c(out_n, 0.0f);
+  if (out_n > 0 && g.k > 0) MatMul<float>(g, a, b, c.data(), num_threads);
   if (out_type == PrimitiveType::kF32) {
     std::memcpy(out, c.data(), out_n * sizeof(float));
     return absl::OkStatus();
