@@ -200,6 +200,31 @@ void StreamStoreLoop(const void* in, void* dst, int64_t n) {
 #endif
 }
 
+}  // namespace
+
+void FillElements(void* dst, int64_t bytes, const void* value, int width, bool streaming) {
+  alignas(64) uint8_t line[64];
+  for (int i = 0; i < 64; i += width) std::memcpy(line + i, value, width);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  uint8_t* const end = d + bytes;
+  // Head up to the first aligned line (a whole number of elements: dst is
+  // aligned to the width, which divides 64).
+  const int64_t head = std::min<int64_t>(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, line, head);
+  d += head;
+#if defined(__AVX512F__)
+  if (streaming) {
+    const __m512i v = _mm512_load_si512(line);
+    for (; d + 64 <= end; d += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), v);
+    _mm_sfence();
+  }
+#endif
+  for (; d + 64 <= end; d += 64) std::memcpy(d, line, 64);
+  std::memcpy(d, line, end - d);
+}
+
+namespace {
+
 // ----- compare ---------------------------------------------------------------
 template <typename C>
 auto TotalOrderKey(C v) {

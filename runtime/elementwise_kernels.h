@@ -43,6 +43,11 @@ StoreKernel GetStoreKernel(hlo::PrimitiveType type);
 // has them: for outputs much larger than the caches, written once.
 StoreKernel GetStreamingStoreKernel(hlo::PrimitiveType type);
 
+// Writes `bytes` (a multiple of `width`, dst aligned to it) at dst, every
+// element the `width`-byte value at `value` (width 1, 2, 4 or 8); with
+// streaming (non-temporal) stores when `streaming`.
+void FillElements(void* dst, int64_t bytes, const void* value, int width, bool streaming);
+
 // Unary elementwise ops (negate ... not), same type in and out.
 absl::StatusOr<UnaryKernel> GetUnaryKernel(hlo::HloOpcode op,
                                            hlo::PrimitiveType type);

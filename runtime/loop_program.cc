@@ -670,6 +670,25 @@ struct Evaluator {
 
 namespace {
 
+// Whether node `i` has the same value at every element of the iteration
+// space: built from constants and loads that ignore the index.
+bool IsUniform(const LoopProgram& p, int i) {
+  const LoopNode& n = p.nodes[i];
+  switch (n.kind) {
+    case LoopNode::Kind::kLoad:
+      return n.dynamic.empty() &&
+             std::all_of(n.strides.begin(), n.strides.end(), [](int64_t s) { return s == 0; });
+    case LoopNode::Kind::kIota:
+    case LoopNode::Kind::kIotaEq:
+      return false;
+    default:
+      for (int a : n.args) {
+        if (a >= 0 && !IsUniform(p, a)) return false;
+      }
+      return true;
+  }
+}
+
 // Per-thread scratch, reused across loops (a few KB per slot).
 uint8_t* ThreadScratch(size_t bytes) {
   thread_local std::vector<uint64_t> scratch;
@@ -850,6 +869,7 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
     // seed shape's backward; plain elementwise outputs lose with it, as a
     // following step usually reads them back.)
     store_ = p_.update && p_.output_bytes >= kStreamingStoreBytes ? p_.stream_store : p_.store;
+    uniform_ = !p_.update && p_.root >= 0 && IsUniform(p_, p_.root);
     return;
   }
   // Streaming reductions over dims [k, rank): segment s covers rows
@@ -962,6 +982,28 @@ void LoopExecution::Run(int num_threads) const {
   if (rows_ * cols_ == 0 && !p_.reduce) return;
   if (p_.reduce && segments_ == 0) return;
   const int threads = ThreadsFor(rows_ * cols_, num_threads);
+  if (uniform_) {
+    // Every element is the same value (a broadcast constant, e.g. the zero
+    // dlogits a tile loop then overwrites): one element is computed and
+    // stored, then copied over the output, streamed past the caches when
+    // the output is far larger than them.
+    uint8_t* scratch = ThreadScratch(ScratchBytes());
+    std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+    std::vector<uint8_t*> vals(p_.nodes.size());
+    eval_->Eval(0, 0, 1, scratch, idx.data(), vals.data());
+    uint64_t value = 0;
+    p_.store(vals[p_.root], &value, 1);
+    const int width = hlo::ByteWidth(p_.out_type);
+    const int64_t total = rows_ * cols_ * width;
+    const bool streaming = p_.output_bytes >= kStreamingStoreBytes;
+    constexpr int64_t kPiece = int64_t{1} << 20;  // bytes, a multiple of any width
+    uint8_t* out = static_cast<uint8_t*>(outputs_[0]);
+    ParallelFor(threads, (total + kPiece - 1) / kPiece, [&](int64_t begin, int64_t end) {
+      const int64_t b0 = begin * kPiece, b1 = std::min(total, end * kPiece);
+      FillElements(out + b0, b1 - b0, &value, width, streaming);
+    });
+    return;
+  }
   if (!p_.reduce) {
     ParallelFor(threads, rows_ * bpr_, [&](int64_t begin, int64_t end) {
       uint8_t* scratch = ThreadScratch(ScratchBytes());

@@ -231,6 +231,7 @@ class LoopExecution {
   int64_t rows_ = 1, cols_ = 1, bpr_ = 1;  // iteration space as rows x minor dim
   // Elementwise / update programs.
   StoreKernel store_ = nullptr;
+  bool uniform_ = false;  // every output element the same: a fill
   std::vector<int64_t> out_row_strides_;
   int64_t out_base_ = 0;
   // Reduce programs.

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "hlo/float16.h"
+#include "runtime/elementwise_kernels.h"
 #include "runtime/plan.h"
 #include "tests/executor_test_util.h"
 
@@ -300,6 +301,73 @@ ENTRY e { x = bf16[2,300] parameter(0) f = f32[2,300] convert(x)
     for (int c = 0; c < 300; ++c) s += std::exp(args[0].GetAsDouble(r * 300 + c) - mx);
     EXPECT_EQ(out[0].data<float>()[r], static_cast<float>(mx));
     EXPECT_NEAR(out[1].data<float>()[r], s, 1e-5 * s);
+  }
+}
+
+// A program whose every element is the same value runs as a fill: one
+// element computed, then copied (streamed past the caches for outputs far
+// larger than them). Checked on every element type width, odd lengths (the
+// fill's unaligned head and tail), a computed constant, and a broadcast that
+// varies by row (not a fill).
+TEST(LoopFusionTest, UniformProgramsFillTheOutput) {
+  const std::string m_text = R"(
+HloModule fills
+ENTRY e {
+  s = f32[] parameter(0)
+  v = f32[7] parameter(1)
+  c = f32[] constant(2.5)
+  z = bf16[] constant(0)
+  bz = bf16[3,1001] broadcast(z), dimensions={}
+  sum = f32[] add(s, c)
+  bs = f32[5,333] broadcast(sum), dimensions={}
+  i = s32[] constant(-3)
+  bi = s32[17] broadcast(i), dimensions={}
+  t1 = pred[] constant(true)
+  bp = pred[9,13] broadcast(t1), dimensions={}
+  d = f64[] constant(0.125)
+  bd = f64[11] broadcast(d), dimensions={}
+  rows = f32[7,129] broadcast(v), dimensions={0}
+  ROOT t = (bf16[3,1001], f32[5,333], s32[17], pred[9,13], f64[11], f32[7,129]) tuple(bz, bs, bi, bp, bd, rows)
+})";
+  auto m = Parse(m_text);
+  ASSERT_NE(m, nullptr);
+  std::vector<hlo::Literal> args;
+  args.push_back(F32({}, {-1.0}));
+  args.push_back(F32({7}, {1, 2, 3, 4, 5, 6, 7}));
+  const std::vector<hlo::Literal> out = RunAllWays(*m, args);
+  ASSERT_EQ(out.size(), 6u);
+  for (int64_t i = 0; i < 3 * 1001; ++i) {
+    ASSERT_EQ(out[0].data<uint16_t>()[i], 0) << i;
+  }
+  for (int64_t i = 0; i < 5 * 333; ++i) ASSERT_EQ(out[1].data<float>()[i], 1.5f) << i;
+  for (int64_t i = 0; i < 17; ++i) ASSERT_EQ(out[2].data<int32_t>()[i], -3) << i;
+  for (int64_t i = 0; i < 9 * 13; ++i) ASSERT_EQ(out[3].data<uint8_t>()[i], 1) << i;
+  for (int64_t i = 0; i < 11; ++i) ASSERT_EQ(out[4].data<double>()[i], 0.125) << i;
+  for (int64_t r = 0; r < 7; ++r) {
+    for (int64_t c = 0; c < 129; ++c) ASSERT_EQ(out[5].data<float>()[r * 129 + c], r + 1.0f);
+  }
+}
+
+TEST(LoopFusionTest, FillElementsCoversUnalignedRanges) {
+  std::vector<uint8_t> buf(4096 + 256);
+  for (int width : {1, 2, 4, 8}) {
+    for (bool streaming : {false, true}) {
+      for (int64_t offset : {0, 8, 24, 64}) {
+        for (int64_t bytes : {int64_t{0}, int64_t{8}, int64_t{56}, int64_t{64}, int64_t{200},
+                              int64_t{4096}}) {
+          std::fill(buf.begin(), buf.end(), 0xAB);
+          const uint64_t value = 0x0102030405060708ull;
+          FillElements(buf.data() + offset, bytes, &value, width, streaming);
+          for (int64_t i = 0; i < static_cast<int64_t>(buf.size()); ++i) {
+            const bool inside = i >= offset && i < offset + bytes;
+            const uint8_t want = inside ? reinterpret_cast<const uint8_t*>(&value)[(i - offset) % width]
+                                        : 0xAB;
+            ASSERT_EQ(buf[i], want) << "width " << width << " streaming " << streaming
+                                    << " offset " << offset << " bytes " << bytes << " at " << i;
+          }
+        }
+      }
+    }
   }
 }
 
