@@ -14,7 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/status_macros.h"
 #include "runtime/elementwise_kernels.h"
+#include "runtime/host_memory.h"
 #include "runtime/ops.h"
 
 namespace tpuoff::runtime {
@@ -24,7 +26,7 @@ using hlo::HloInstruction;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-constexpr int64_t kDotRowBlock = 64;
+constexpr int64_t kDotRowBlock = 256;
 
 // Packs `s` permuted by `perm` (packed dim i = source dim perm[i]) into T.
 template <typename T>
@@ -119,13 +121,39 @@ DotGeometry Geometry(const HloInstruction& instr) {
   return g;
 }
 
+// Scratch arrays from the recycling host allocator (runtime/host_memory.h):
+// a dot inside a loop over vocab tiles converts operands of the same sizes
+// every iteration, and fresh memory would cost page faults each time.
+template <typename T>
+class HostArray {
+ public:
+  HostArray() = default;
+  HostArray(const HostArray&) = delete;
+  HostArray& operator=(const HostArray&) = delete;
+  ~HostArray() { HostFree(p_); }
+  // Uninitialised; nullptr when the host is out of memory.
+  T* Allocate(int64_t n) {
+    HostFree(p_);
+    p_ = static_cast<T*>(HostAlloc(static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T)));
+    return p_;
+  }
+
+ private:
+  T* p_ = nullptr;
+};
+
+absl::Status HostExhausted(int64_t bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("dot: host memory exhausted allocating ", bytes, " bytes of scratch"));
+}
+
 // A [batch, rows, cols] stack of matrices in T: row-major, or column-major
 // when the source stores each matrix transposed.
 template <typename T>
 struct Operand {
   const T* data = nullptr;
   bool col_major = false;
-  std::vector<T> storage;  // when data is not the source itself
+  HostArray<T> storage;  // when data is not the source itself
 };
 
 // Whether `perm` (packed dims: batch, then group 1, then group 2, sizes
@@ -148,8 +176,8 @@ int Layout(const std::vector<int64_t>& perm, size_t nb, size_t n1) {
 // a usable layout, else converted in source order (a contiguous pass), else
 // packed through the permutation.
 template <typename T>
-void MakeOperand(const void* src, const Shape& s, const std::vector<int64_t>& perm, size_t nb,
-                 size_t n1, Operand<T>* op) {
+absl::Status MakeOperand(const void* src, const Shape& s, const std::vector<int64_t>& perm,
+                         size_t nb, size_t n1, Operand<T>* op) {
   const int layout = Layout(perm, nb, n1);
   const int64_t n = s.num_elements();
   const PrimitiveType type = s.element_type();
@@ -158,17 +186,52 @@ void MakeOperand(const void* src, const Shape& s, const std::vector<int64_t>& pe
   op->col_major = layout == 1;
   if (layout >= 0 && same) {
     op->data = static_cast<const T*>(src);
-    return;
+    return absl::OkStatus();
   }
-  op->storage.resize(n);
-  op->data = op->storage.data();
+  T* data = op->storage.Allocate(n);
+  if (data == nullptr) return HostExhausted(n * sizeof(T));
+  op->data = data;
   const bool half = type == PrimitiveType::kBF16 || type == PrimitiveType::kF16;
   if (layout >= 0 && half && std::is_same_v<T, float>) {
-    GetLoadKernel(type)(src, 1, op->storage.data(), n);  // 16-bit floats -> f32
-    return;
+    GetLoadKernel(type)(src, 1, data, n);  // 16-bit floats -> f32
+    return absl::OkStatus();
   }
   op->col_major = false;
-  Pack<T>(src, s, perm, op->storage.data());
+  Pack<T>(src, s, perm, data);
+  return absl::OkStatus();
+}
+
+// C = A * B into `c` (out_n elements of T), then stored as `out_type` at
+// `out` (in place when T is the output type).
+template <typename T>
+absl::Status FloatDot(const HloInstruction& instr, const DotGeometry& g, const void* lhs,
+                      const void* rhs, void* out, int num_threads) {
+  const PrimitiveType acc_type = std::is_same_v<T, float> ? PrimitiveType::kF32
+                                                          : PrimitiveType::kF64;
+  const PrimitiveType out_type = instr.shape().element_type();
+  const int64_t out_n = g.batch * g.m * g.n;
+  Operand<T> a, b;
+  RETURN_IF_ERROR(MakeOperand(lhs, instr.operand(0)->shape(), g.lhs_perm, g.num_batch,
+                              g.num_m, &a));
+  RETURN_IF_ERROR(MakeOperand(rhs, instr.operand(1)->shape(), g.rhs_perm, g.num_batch,
+                              g.num_k, &b));
+  HostArray<T> scratch;
+  T* c = out_type == acc_type ? static_cast<T*>(out) : scratch.Allocate(out_n);
+  if (c == nullptr) return HostExhausted(out_n * sizeof(T));
+  if (out_n == 0) return absl::OkStatus();
+  if (g.k > 0) {
+    MatMul<T>(g, a, b, c, num_threads);
+  } else {
+    std::fill(c, c + out_n, T(0));
+  }
+  if (out_type == acc_type) return absl::OkStatus();
+  ASSIGN_OR_RETURN(UnaryKernel conv, GetConvertKernel(acc_type, out_type));
+  HostArray<uint64_t> converted;
+  uint64_t* tmp = converted.Allocate(out_n);
+  if (tmp == nullptr) return HostExhausted(out_n * 8);
+  conv(c, tmp, out_n);
+  GetStoreKernel(out_type)(tmp, out, out_n);
+  return absl::OkStatus();
 }
 
 // C[b] = A[b] * B[b] for [m, k] x [k, n] matrices, row blocks of C spread
@@ -248,34 +311,8 @@ absl::Status DotKernel(const HloInstruction& instr, const void* lhs,
   const bool use_double = ls.element_type() == PrimitiveType::kF64 ||
                           rs.element_type() == PrimitiveType::kF64 ||
                           out_type == PrimitiveType::kF64;
-  if (use_double) {
-    Operand<double> a, b;
-    MakeOperand(lhs, ls, g.lhs_perm, g.num_batch, g.num_m, &a);
-    MakeOperand(rhs, rs, g.rhs_perm, g.num_batch, g.num_k, &b);
-    std::vector<double> c(out_n);
-    if (out_n > 0 && g.k > 0) MatMul<double>(g, a, b, c.data(), num_threads);
-    auto conv = GetConvertKernel(PrimitiveType::kF64, out_type);
-    if (!conv.ok()) return conv.status();
-    std::vector<uint64_t> tmp(out_n);
-    (*conv)(c.data(), tmp.data(), out_n);
-    GetStoreKernel(out_type)(tmp.data(), out, out_n);
-    return absl::OkStatus();
-  }
-  Operand<float> a, b;
-  MakeOperand(lhs, ls, g.lhs_perm, g.num_batch, g.num_m, &a);
-  MakeOperand(rhs, rs, g.rhs_perm, g.num_batch, g.num_k, &b);
-  std::vector<float> c(out_n, 0.0f);
-  if (out_n > 0 && g.k > 0) MatMul<float>(g, a, b, c.data(), num_threads);
-  if (out_type == PrimitiveType::kF32) {
-    std::memcpy(out, c.data(), out_n * sizeof(float));
-    return absl::OkStatus();
-  }
-  auto conv = GetConvertKernel(PrimitiveType::kF32, out_type);
-  if (!conv.ok()) return conv.status();
-  std::vector<uint64_t> tmp(out_n);
-  (*conv)(c.data(), tmp.data(), out_n);
-  GetStoreKernel(out_type)(tmp.data(), out, out_n);
-  return absl::OkStatus();
+  return use_double ? FloatDot<double>(instr, g, lhs, rhs, out, num_threads)
+                    : FloatDot<float>(instr, g, lhs, rhs, out, num_threads);
 }
 
 }  // namespace tpuoff::runtime
