@@ -26,6 +26,8 @@ using hlo::HloInstruction;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
+// Rows of C per task: a fixed partition (results do not depend on the thread
+// count), large enough that Eigen packs each B panel for many rows.
 constexpr int64_t kDotRowBlock = 256;
 
 // Packs `s` permuted by `perm` (packed dim i = source dim perm[i]) into T.
