@@ -365,10 +365,15 @@ int BenchMain(const std::vector<std::string>& args) {
         }
         report(*r, r->floor, "floor");
         if (r->floor_check && !(*r->floor_check <= 1)) failed = true;
-        std::fprintf(stderr, "%s: %s %s: emulator %s (CPU %.3f s), floor %s (CPU %.3f s)\n",
+        std::string floor_text = "no floor for this case";
+        if (r->floor.cpu_median) {
+          floor_text = absl::StrFormat("floor %s (CPU %.3f s)", Seconds(r->floor),
+                                       *r->floor.cpu_median);
+        }
+        std::fprintf(stderr, "%s: %s %s: emulator %s (CPU %.3f s), %s\n",
                      std::string(kCmd).c_str(), c.name.c_str(), dtype.c_str(),
                      Seconds(r->emulator).c_str(), r->emulator.cpu_median.value_or(0),
-                     Seconds(r->floor).c_str(), r->floor.cpu_median.value_or(0));
+                     floor_text.c_str());
         results.push_back(*std::move(r));
       }
       // The XLA side gets the machine's memory to itself: the inputs are on

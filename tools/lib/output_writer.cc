@@ -1,12 +1,16 @@
 #include "tools/lib/output_writer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hlo/float16.h"
 #include "hlo/status_macros.h"
 #include "tools/lib/file_util.h"
 #include "tools/lib/npy.h"
@@ -78,22 +82,112 @@ std::vector<std::string> OutputNames(const hlo::HloModule& module,
   return names;
 }
 
-Checksum ComputeChecksum(const hlo::Literal& literal) {
-  Checksum c;
-  c.hash = 0xcbf29ce484222325ull;
-  const uint8_t* raw = literal.raw();
-  for (int64_t i = 0; i < literal.raw_size(); ++i) {
-    c.hash = (c.hash ^ raw[i]) * 0x100000001b3ull;
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+constexpr int64_t kChecksumChunkBytes = int64_t{1} << 20;
+
+// FNV-1a over the chunk's 8-byte little-endian words (a short tail is
+// zero-padded), seeded with the chunk's length.
+uint64_t HashChunk(const uint8_t* p, int64_t n) {
+  uint64_t h = (kFnvOffset ^ static_cast<uint64_t>(n)) * kFnvPrime;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnvPrime;
   }
-  if (!literal.shape().IsArray()) return c;
-  for (int64_t i = 0; i < literal.num_elements(); ++i) {
-    const double v = literal.GetAsDouble(i);
-    if (std::isnan(v)) {
-      ++c.nan_count;
-      continue;
+  if (i < n) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, static_cast<size_t>(n - i));
+    h = (h ^ w) * kFnvPrime;
+  }
+  return h;
+}
+
+// Eight independent accumulators (one add chain each would be bound by the
+// add latency); NaNs are counted and left out of the sums.
+template <typename T, typename ToDouble>
+void SumChunk(const T* v, int64_t n, ToDouble to_double, Checksum* c) {
+  constexpr int kLanes = 8;
+  double sum[kLanes] = {}, abs_sum[kLanes] = {};
+  int64_t nans[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const double x = to_double(v[i + l]);
+      const bool nan = x != x;
+      nans[l] += nan;
+      sum[l] += nan ? 0.0 : x;
+      abs_sum[l] += nan ? 0.0 : std::fabs(x);
     }
-    c.sum += v;
-    c.abs_sum += std::fabs(v);
+  }
+  for (; i < n; ++i) {
+    const double x = to_double(v[i]);
+    const bool nan = x != x;
+    nans[0] += nan;
+    sum[0] += nan ? 0.0 : x;
+    abs_sum[0] += nan ? 0.0 : std::fabs(x);
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    c->sum += sum[l];
+    c->abs_sum += abs_sum[l];
+    c->nan_count += nans[l];
+  }
+}
+
+// Sums of elements [first, first + n) of an array literal.
+void SumElements(const hlo::Literal& lit, int64_t first, int64_t n, Checksum* c) {
+  switch (lit.shape().element_type()) {
+    case hlo::PrimitiveType::kF32:
+      SumChunk(lit.data<float>() + first, n, [](float x) { return double{x}; }, c);
+      return;
+    case hlo::PrimitiveType::kBF16:
+      SumChunk(lit.data<uint16_t>() + first, n,
+               [](uint16_t x) { return double{hlo::Bf16ToF32(x)}; }, c);
+      return;
+    default:
+      for (int64_t i = first; i < first + n; ++i) {
+        const double x = lit.GetAsDouble(i);
+        if (std::isnan(x)) {
+          ++c->nan_count;
+          continue;
+        }
+        c->sum += x;
+        c->abs_sum += std::fabs(x);
+      }
+  }
+}
+
+}  // namespace
+
+Checksum ComputeChecksum(const hlo::Literal& literal) {
+  // Fixed 1 MiB chunks, hashed and summed in parallel and combined in
+  // order: the result does not depend on the number of threads.
+  const uint8_t* raw = literal.raw();
+  const int64_t size = literal.raw_size();
+  const int64_t chunks = std::max<int64_t>(1, (size + kChecksumChunkBytes - 1) /
+                                                  kChecksumChunkBytes);
+  const bool array = literal.shape().IsArray();
+  const int64_t width = array ? hlo::ByteWidth(literal.shape().element_type()) : 1;
+  std::vector<Checksum> part(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t begin = k * kChecksumChunkBytes;
+    const int64_t bytes = std::min(size - begin, kChecksumChunkBytes);
+    part[k].hash = HashChunk(raw + begin, std::max<int64_t>(bytes, 0));
+    if (array && width > 0 && bytes > 0) {
+      SumElements(literal, begin / width, bytes / width, &part[k]);
+    }
+  }
+  Checksum c;
+  c.hash = kFnvOffset;
+  for (const Checksum& p : part) {
+    c.hash = (c.hash ^ p.hash) * kFnvPrime;
+    c.sum += p.sum;
+    c.abs_sum += p.abs_sum;
+    c.nan_count += p.nan_count;
   }
   return c;
 }

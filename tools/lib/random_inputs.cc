@@ -204,8 +204,16 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
       }
       for (int64_t j = 0; j < v; ++j) e[j] = x[j] - mx;
       runtime::simd::Exp(e.data(), e.data(), v);
-      double sum = 0;  // f32 terms, f64 sum: 1e-7 relative
-      for (int64_t j = 0; j < v; ++j) sum += e[j];
+      // f32 terms, f64 sums (1e-7 relative); eight chains, not one long
+      // latency-bound one.
+      double part[8] = {};
+      int64_t j = 0;
+      for (; j + 8 <= v; j += 8) {
+        for (int l = 0; l < 8; ++l) part[l] += e[j + l];
+      }
+      for (; j < v; ++j) part[0] += e[j];
+      double sum = 0;
+      for (double p : part) sum += p;
       s.lse[r] = mx + std::log(sum);
       const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
       s.logp[r] = x[y] - s.lse[r];

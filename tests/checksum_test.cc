@@ -1,0 +1,101 @@
+// The checksum `tpuoff run` prints per output: exact sums on small arrays,
+// NaNs counted apart, the hash sensitive to every bit and independent of the
+// number of threads on arrays spanning many chunks.
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hlo/float16.h"
+#include "hlo/literal.h"
+#include "tools/lib/output_writer.h"
+
+namespace tpuoff::tools {
+namespace {
+
+using hlo::Literal;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+TEST(Checksum, SumsAndCountsNaNs) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v = {1.5f, -2.0f, nan, 4.0f, -0.5f, 8.0f, nan, 16.0f, 32.0f, -64.0f, 0.25f};
+  Literal lit = Literal::FromVector<float>(PrimitiveType::kF32, {11}, v);
+  const Checksum c = ComputeChecksum(lit);
+  EXPECT_EQ(c.nan_count, 2);
+  EXPECT_DOUBLE_EQ(c.sum, 1.5 - 2 + 4 - 0.5 + 8 + 16 + 32 - 64 + 0.25);
+  EXPECT_DOUBLE_EQ(c.abs_sum, 1.5 + 2 + 4 + 0.5 + 8 + 16 + 32 + 64 + 0.25);
+  EXPECT_NE(FormatChecksum(c).find("nan=2"), std::string::npos);
+}
+
+TEST(Checksum, Bf16ValuesAreSummedAsTheirFloatValues) {
+  Literal lit(Shape(PrimitiveType::kBF16, {3}));
+  lit.SetFromDouble(0, 0.5);
+  lit.SetFromDouble(1, -3.0);
+  lit.SetFromDouble(2, 1.0 / 3.0);  // rounds to bf16
+  const Checksum c = ComputeChecksum(lit);
+  const double third = hlo::Bf16ToF32(hlo::F32ToBf16(1.0f / 3.0f));
+  EXPECT_DOUBLE_EQ(c.sum, 0.5 - 3.0 + third);
+  EXPECT_DOUBLE_EQ(c.abs_sum, 0.5 + 3.0 + third);
+}
+
+// 3 MiB + a ragged tail of f32: several hash chunks and a short last word.
+Literal Ramp(int64_t n) {
+  Literal lit(Shape(PrimitiveType::kF32, {n}));
+  float* d = lit.data<float>();
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>((i % 1000) - 500) * 0.125f;
+  return lit;
+}
+
+TEST(Checksum, IndependentOfThreadCountAndSensitiveToEveryBit) {
+  const int64_t n = (3 << 18) + 7;
+  Literal lit = Ramp(n);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Checksum one = ComputeChecksum(lit);
+  omp_set_num_threads(4);
+  const Checksum four = ComputeChecksum(lit);
+  omp_set_num_threads(saved);
+  EXPECT_EQ(one.hash, four.hash);
+  EXPECT_EQ(one.sum, four.sum);
+  EXPECT_EQ(one.abs_sum, four.abs_sum);
+
+  double sum = 0, abs_sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    sum += lit.data<float>()[i];
+    abs_sum += std::fabs(lit.data<float>()[i]);
+  }
+  // Sums of exactly representable multiples of 1/8: every order is exact.
+  EXPECT_EQ(one.sum, sum);
+  EXPECT_EQ(one.abs_sum, abs_sum);
+
+  for (int64_t flip : {int64_t{0}, int64_t{(1 << 18) + 3}, n - 1}) {
+    Literal other = lit;
+    uint32_t bits;
+    std::memcpy(&bits, other.data<float>() + flip, 4);
+    bits ^= 1u;  // the lowest mantissa bit: sums barely move, the hash must
+    std::memcpy(other.data<float>() + flip, &bits, 4);
+    EXPECT_NE(ComputeChecksum(other).hash, one.hash) << "flipped element " << flip;
+  }
+}
+
+TEST(Checksum, ChunksAreNotInterchangeable) {
+  // Two arrays with the same chunks in swapped order hash differently.
+  const int64_t chunk_floats = (1 << 20) / 4;
+  Literal a(Shape(PrimitiveType::kF32, {2 * chunk_floats}));
+  Literal b(Shape(PrimitiveType::kF32, {2 * chunk_floats}));
+  for (int64_t i = 0; i < chunk_floats; ++i) {
+    a.data<float>()[i] = 1.0f;
+    b.data<float>()[chunk_floats + i] = 1.0f;
+  }
+  const Checksum ca = ComputeChecksum(a), cb = ComputeChecksum(b);
+  EXPECT_EQ(ca.sum, cb.sum);
+  EXPECT_NE(ca.hash, cb.hash);
+}
+
+}  // namespace
+}  // namespace tpuoff::tools
