@@ -10,7 +10,10 @@ PART
       and runs them on the inputs `tpuoff run` gets -> outputs agree within the spec
       tolerance -> the text (and proto) XLA writes back runs on tpuoff with the same
       results.  Sharded cases also run JAX's global form of the shard_map (--global-form)
-      on XLA's SPMD partitioner.  Memory: XLA's compiled memory stats beside tpuoff's
+      on XLA's SPMD partitioner.  forward-none also checks every fwd_bwd GRPO kernel
+      (reference, tiled, fused) under parameter variants against the JAX-written math
+      (jax.value_and_grad of jax_grpo.py's loss; for the fused kernel, of the unfused
+      matmul + loss).  Memory: XLA's compiled memory stats beside tpuoff's
       simulated peak for every module.
   testdata
       every shared/testdata case through tpuoff's kernels (reference, tiled, batch- and
@@ -227,8 +230,87 @@ def forward_case(tp: Tpuoff, work: Path, kernel: str, mode: str, dtype: str, sha
     return case
 
 
+# Kernel parameters beyond the defaults, each checked against the JAX-written math
+# (jax_grpo.py: jax.value_and_grad of the loss, for the fused kernel of the unfused
+# matmul + loss) on the inputs tpuoff gets: (label, GrpoParams fields, tpuoff flags).
+MATH_VARIANTS = [
+    ("defaults", {}, []),
+    ("temp_clip_kl_delta", {"temperature": 0.7, "eps_low": 0.1, "eps_high": 0.28, "beta": 0.04, "delta": 1.1},
+     ["--temperature=0.7", "--eps-low=0.1", "--eps-high=0.28", "--beta=0.04", "--delta=1.1"]),
+    ("post_lse_seqmean_onpolicy", {"temperature": 1.3, "temp_mode": "post_lse", "loss_type": "sequence_mean",
+                                   "on_policy": True},
+     ["--temperature=1.3", "--temperature-mode=post_lse", "--loss-type=sequence_mean", "--on-policy"]),
+    ("constant", {"loss_type": "constant", "max_len": 11, "eps_high": 0.35},
+     ["--loss-type=constant", "--max-len=11", "--eps-high=0.35"]),
+    ("token_count_input", {"total_valid_tokens": 1.0, "beta": 0.1}, ["--token-count-input", "--beta=0.1"]),
+]
+MATH_KERNELS = ("grpo_reference", "grpo_tiled", "grpo_fused_linear")
+
+
+def math_case(tp: Tpuoff, work: Path, kernel: str, dtype: str, variant: tuple) -> Case:
+    """tpuoff's fwd_bwd module vs the JAX-written math of the same loss and gradients."""
+    import jax
+    import jax.numpy as jnp
+    import jax_grpo
+    label, fields, vflags = variant
+    B, T, V = SHAPES["none"]
+    cid = f"{kernel}.fwd_bwd.{dtype}.math_{label}"
+    case = Case(cid, {"kernel": kernel, "mode": "fwd_bwd", "dtype": dtype, "shard": f"math_{label}",
+                      "shape": {"B": B, "T": T, "V": V}, "devices": 1})
+    d = work / cid
+    try:
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        fused = kernel == "grpo_fused_linear"
+        flags = [f"--kernel={kernel}", "--mode=fwd_bwd", f"--batch={B}", f"--seq={T}", f"--vocab={V}",
+                 f"--logits-dtype={dtype}", f"--block-size={BLOCK}"] + vflags
+        if fused:
+            flags += [f"--hidden={HIDDEN}", f"--token-chunk={TOKEN_CHUNK}"]
+        tp(["dump"] + flags + [f"--out={d / 'module.hlo'}"], f"{cid}: dump")
+        arrays = grpo_inputs.make_inputs(kernel, "fwd_bwd", B, T, V, dtype, seed=zlib.crc32(cid.encode()),
+                                         H=HIDDEN)
+        gp = jax_grpo.GrpoParams(**fields)
+        gp.logits_dtype = dtype
+        if gp.total_valid_tokens is not None:
+            gp.total_valid_tokens = float(arrays["total_valid_tokens"])
+        names = jax_grpo.fused_input_names(gp) if fused else gp.input_names()
+        if sorted(names) != sorted(param_names(d / "module.hlo")):
+            raise CaseError(f"{cid}: module parameters {param_names(d / 'module.hlo')} vs JAX inputs {names}")
+        grpo_inputs.write_inputs(arrays, names, d / "inputs")
+        atol, rtol = grpo_inputs.tolerance(kernel, dtype)
+        tp.run(d / "module.hlo", d / "inputs", d / "tpuoff", f"{cid}: tpuoff run")
+
+        def jax_array(n):
+            a = np.asarray(arrays[n])
+            if n in ("logits", "hidden", "lm_head"):
+                return a.astype(jnp.bfloat16) if dtype == "bf16" else a.astype(np.float32)
+            return a.astype(np.int32) if n == "chosen_ids" else a.astype(np.float32)
+
+        f = jax_grpo.make_fused_value_and_grad(gp) if fused else jax_grpo.make_value_and_grad(gp)
+        outs = jax.jit(f)(*[jax_array(n) for n in names])
+        out_names = jax_grpo.FUSED_OUTPUT_NAMES if fused else jax_grpo.OUTPUT_NAMES
+        (d / "jax").mkdir()
+        for n, o in zip(out_names, outs):
+            np.save(d / "jax" / f"{n}.npy", np.asarray(o).astype(np.float32))
+        case.compare("tpuoff vs jax math", d / "tpuoff", d / "jax", atol, rtol, list(out_names))
+    except Exception as e:
+        traceback.print_exc()
+        case.fail(e)
+    return case
+
+
 def forward_part(tp: Tpuoff, work: Path, shard: str, only: str) -> list:
     cases = []
+    if shard == "none":
+        for kernel in MATH_KERNELS:
+            for dtype in ("f32", "bf16"):
+                for variant in MATH_VARIANTS:
+                    if only and only not in f"{kernel}.fwd_bwd.{dtype}.math_{variant[0]}":
+                        continue
+                    c = math_case(tp, work, kernel, dtype, variant)
+                    print(c.line(), flush=True)
+                    cases.append(c)
     for kernel, modes in KERNEL_MODES.items():
         if shard == "vocab" and kernel not in VOCAB_SHARDABLE:
             continue

@@ -94,6 +94,12 @@ def render(parts: dict, missing: list) -> str:
         lines += [f"Round trips through XLA (its printed text / serialized proto run by tpuoff): "
                   f"{exact} of {total} bit-identical to tpuoff's own run, all within tolerance "
                   f"unless listed above.", ""]
+    math = [k for d in parts.values() for c in d["cases"] for k in c["checks"]
+            if k["name"] == "tpuoff vs jax math"]
+    if math:
+        lines += [f"JAX-written math vs tpuoff (forward-none: grpo_reference, grpo_tiled, "
+                  f"grpo_fused_linear fwd_bwd x f32/bf16 x parameter variants): {sum(k['ok'] for k in math)} "
+                  f"of {len(math)} within tolerance, max abs diff {max(k['max_abs'] for k in math):.2g}.", ""]
     rev = parts.get("reverse")
     if rev:
         lines += ["## Reverse direction (JAX's HLO on tpuoff)", ""]
