@@ -62,6 +62,17 @@ absl::StatusOr<std::vector<DeviceBuffer*>> RunComputation(
 absl::Status ExecuteOp(ExecContext& ctx, Frame& f, const Step& step);
 absl::Status RunChain(ExecContext& ctx, Frame& f, const RowChain& chain);
 
+// Allocates the buffers `step` defines on the device; returns their bytes.
+absl::StatusOr<int64_t> AllocateStepBuffers(ExecContext& ctx, Frame& f, const Step& step) {
+  int64_t bytes = 0;
+  for (int id : step.allocs) {
+    const int64_t size = f.plan->buffers[id].bytes;
+    ASSIGN_OR_RETURN(f.slots[id], ctx.device->Allocate(size, step.instr->name()));
+    bytes += size;
+  }
+  return bytes;
+}
+
 std::string StepCategory(const Step& step) {
   switch (step.kind) {
     case StepKind::kLoop: return step.fused.size() > 1 ? "fusion" : "elementwise";
@@ -110,12 +121,7 @@ absl::StatusOr<std::vector<DeviceBuffer*>> RunComputation(
     }
     const Step& step = plan.steps[si];
     const double t0 = ctx.trace ? ctx.device->NowMicros() : 0;
-    int64_t bytes = 0;
-    for (int id : step.allocs) {
-      ASSIGN_OR_RETURN(f.slots[id], ctx.device->Allocate(plan.buffers[id].bytes,
-                                                         step.instr->name()));
-      bytes += plan.buffers[id].bytes;
-    }
+    ASSIGN_OR_RETURN(int64_t bytes, AllocateStepBuffers(ctx, f, step));
     RETURN_IF_ERROR(Annotate(ExecuteOp(ctx, f, step), ctx, step.instr));
     if (ctx.trace) {
       if (step.in_place_of != kNoBuffer) bytes += plan.buffers[step.in_place_of].bytes;
@@ -166,16 +172,12 @@ absl::Status RunChain(ExecContext& ctx, Frame& f, const RowChain& chain) {
   std::string name;
   for (int k = 0; k < n; ++k) {
     const Step& step = plan.steps[chain.first + k];
-    for (int id : step.allocs) {
-      absl::StatusOr<DeviceBuffer*> b =
-          ctx.device->Allocate(plan.buffers[id].bytes, step.instr->name());
-      if (!b.ok()) {
-        release();
-        return b.status();
-      }
-      f.slots[id] = *b;
-      bytes += plan.buffers[id].bytes;
+    absl::StatusOr<int64_t> allocated = AllocateStepBuffers(ctx, f, step);
+    if (!allocated.ok()) {
+      release();
+      return allocated.status();
     }
+    bytes += *allocated;
     if (const LoopProgram* p = ctx.plan->program(step)) {
       LoopArrays(f, step, *p, &inputs[k], &outputs[k]);
       steps.emplace_back(*p, inputs[k], outputs[k]);

@@ -893,8 +893,6 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
 LoopExecution::~LoopExecution() = default;
 LoopExecution::LoopExecution(LoopExecution&&) = default;
 
-int64_t LoopExecution::units() const { return p_.reduce ? segments_ : rows_ * cols_; }
-
 void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch,
                               int64_t* idx, uint8_t** vals) const {
   eval_->Eval(row, c0, n, scratch, idx, vals);

@@ -210,8 +210,6 @@ class LoopExecution {
   ~LoopExecution();
   LoopExecution(LoopExecution&&);
 
-  const LoopProgram& program() const { return p_; }
-  int64_t units() const;
   // All units, over `num_threads`.
   void Run(int num_threads) const;
   // Units [begin, end) on the calling thread (not for update programs).

@@ -43,6 +43,21 @@ TEST(Checksum, Bf16ValuesAreSummedAsTheirFloatValues) {
   EXPECT_DOUBLE_EQ(c.abs_sum, 0.5 + 3.0 + third);
 }
 
+TEST(Checksum, OtherTypesGoThroughTheGenericPath) {
+  Literal ints = Literal::FromVector<int32_t>(PrimitiveType::kS32, {5}, std::vector<int32_t>{3, -4, 5, -6, 7});
+  Checksum c = ComputeChecksum(ints);
+  EXPECT_DOUBLE_EQ(c.sum, 5);
+  EXPECT_DOUBLE_EQ(c.abs_sum, 25);
+  EXPECT_EQ(c.nan_count, 0);
+  Literal f64(Shape(PrimitiveType::kF64, {10}));
+  for (int i = 0; i < 10; ++i) f64.data<double>()[i] = i - 4.5;
+  f64.data<double>()[9] = std::numeric_limits<double>::quiet_NaN();
+  c = ComputeChecksum(f64);
+  EXPECT_DOUBLE_EQ(c.sum, -4.5 - 3.5 - 2.5 - 1.5 - 0.5 + 0.5 + 1.5 + 2.5 + 3.5);
+  EXPECT_DOUBLE_EQ(c.abs_sum, 4.5 + 3.5 + 2.5 + 1.5 + 0.5 + 0.5 + 1.5 + 2.5 + 3.5);
+  EXPECT_EQ(c.nan_count, 1);
+}
+
 // 3 MiB + a ragged tail of f32: several hash chunks and a short last word.
 Literal Ramp(int64_t n) {
   Literal lit(Shape(PrimitiveType::kF32, {n}));

@@ -13,25 +13,6 @@ namespace {
 using namespace ::tpuoff::runtime::testing;  // NOLINT
 using hlo::Literal;
 
-const char* kReducers = R"(
-add_f32 { af0 = f32[] parameter(0)  af1 = f32[] parameter(1)  ROOT afr = f32[] add(af0, af1) }
-max_f32 { mf0 = f32[] parameter(0)  mf1 = f32[] parameter(1)  ROOT mfr = f32[] maximum(mf0, mf1) }
-)";
-
-std::string SoftmaxModule(int64_t rows, int64_t cols) {
-  const std::string s = "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
-  const std::string r = "[" + std::to_string(rows) + "]";
-  return "HloModule softmax\n" + std::string(kReducers) +
-         "ENTRY e { x = f32" + s + " parameter(0) ninf = f32[] constant(-inf) zero = f32[] constant(0)\n"
-         "m = f32" + r + " reduce(x, ninf), dimensions={1}, to_apply=max_f32\n"
-         "mb = f32" + s + " broadcast(m), dimensions={0}\n"
-         "d = f32" + s + " subtract(x, mb)\n"
-         "ex = f32" + s + " exponential(d)\n"
-         "sm = f32" + r + " reduce(ex, zero), dimensions={1}, to_apply=add_f32\n"
-         "sb = f32" + s + " broadcast(sm), dimensions={0}\n"
-         "ROOT p = f32" + s + " divide(ex, sb) }\n";
-}
-
 Literal Ramp(int64_t rows, int64_t cols, double scale) {
   Literal l(hlo::Shape(PrimitiveType::kF32, {rows, cols}));
   for (int64_t i = 0; i < rows * cols; ++i) {

@@ -45,6 +45,30 @@ inline Literal Pred(std::vector<int64_t> d, std::vector<double> v) {
   return Lit(PrimitiveType::kPred, std::move(d), std::move(v));
 }
 
+// add_f32 and max_f32 reducer computations for test modules.
+inline constexpr const char* kF32Reducers = R"(
+add_f32 { af0 = f32[] parameter(0)  af1 = f32[] parameter(1)  ROOT afr = f32[] add(af0, af1) }
+max_f32 { mf0 = f32[] parameter(0)  mf1 = f32[] parameter(1)  ROOT mfr = f32[] maximum(mf0, mf1) }
+)";
+
+// Row softmax of an f32[rows, cols] parameter: max reduce, exp(x - max),
+// sum reduce, division. With `other_row_max`, row r subtracts the max of
+// row rows-1-r (a reverse of the row maxima) instead of its own.
+inline std::string SoftmaxModule(int64_t rows, int64_t cols, bool other_row_max = false) {
+  const std::string s = "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+  const std::string r = "[" + std::to_string(rows) + "]";
+  return "HloModule softmax\n" + std::string(kF32Reducers) +
+         "ENTRY e { x = f32" + s + " parameter(0) ninf = f32[] constant(-inf) zero = f32[] constant(0)\n"
+         "m = f32" + r + " reduce(x, ninf), dimensions={1}, to_apply=max_f32\n" +
+         (other_row_max ? "mr = f32" + r + " reverse(m), dimensions={0}\n" : std::string()) +
+         "mb = f32" + s + " broadcast(" + (other_row_max ? "mr" : "m") + "), dimensions={0}\n"
+         "d = f32" + s + " subtract(x, mb)\n"
+         "ex = f32" + s + " exponential(d)\n"
+         "sm = f32" + r + " reduce(ex, zero), dimensions={1}, to_apply=add_f32\n"
+         "sb = f32" + s + " broadcast(sm), dimensions={0}\n"
+         "ROOT p = f32" + s + " divide(ex, sb) }\n";
+}
+
 inline std::unique_ptr<hlo::HloModule> Parse(const std::string& text) {
   auto m = hlo::ParseHloText(text);
   EXPECT_TRUE(m.ok()) << m.status() << "\n" << text;

@@ -14,29 +14,6 @@ namespace {
 using namespace ::tpuoff::runtime::testing;  // NOLINT
 using hlo::Literal;
 
-const char* kReducers = R"(
-add_f32 { af0 = f32[] parameter(0)  af1 = f32[] parameter(1)  ROOT afr = f32[] add(af0, af1) }
-max_f32 { mf0 = f32[] parameter(0)  mf1 = f32[] parameter(1)  ROOT mfr = f32[] maximum(mf0, mf1) }
-)";
-
-// Softmax over rows; `max_map` is how the subtraction reads the row max
-// (`m`: its own row; `reverse(m)`: another row's).
-std::string Softmax(int64_t rows, int64_t cols, const std::string& max_map) {
-  const std::string s = "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
-  const std::string r = "[" + std::to_string(rows) + "]";
-  return "HloModule softmax\n" + std::string(kReducers) +
-         "ENTRY e { x = f32" + s + " parameter(0) ninf = f32[] constant(-inf)\n"
-         "zero = f32[] constant(0)\n"
-         "m = f32" + r + " reduce(x, ninf), dimensions={1}, to_apply=max_f32\n"
-         "mr = f32" + r + " reverse(m), dimensions={0}\n"
-         "mb = f32" + s + " broadcast(" + max_map + "), dimensions={0}\n"
-         "d = f32" + s + " subtract(x, mb)\n"
-         "ex = f32" + s + " exponential(d)\n"
-         "sm = f32" + r + " reduce(ex, zero), dimensions={1}, to_apply=add_f32\n"
-         "sb = f32" + s + " broadcast(sm), dimensions={0}\n"
-         "ROOT p = f32" + s + " divide(ex, sb) }\n";
-}
-
 Literal Wave(int64_t rows, int64_t cols) {
   Literal l(hlo::Shape(PrimitiveType::kF32, {rows, cols}));
   for (int64_t i = 0; i < rows * cols; ++i) {
@@ -70,7 +47,7 @@ void ExpectBitIdentical(const RunResult& a, const RunResult& b) {
 
 TEST(RowChain, SoftmaxRunsAsOneChain) {
   const int64_t rows = 40, cols = 3000;
-  auto m = Parse(Softmax(rows, cols, "m"));
+  auto m = Parse(SoftmaxModule(rows, cols));
   ASSERT_NE(m, nullptr);
   auto plan = ModulePlan::Build(*m);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -93,8 +70,8 @@ TEST(RowChain, SoftmaxRunsAsOneChain) {
 }
 
 TEST(RowChain, ResultsAndPeaksMatchStepByStep) {
-  for (const std::string& map : {"m", "mr"}) {
-    auto m = Parse(Softmax(37, 5000, map));
+  for (bool other_row_max : {false, true}) {
+    auto m = Parse(SoftmaxModule(37, 5000, other_row_max));
     ASSERT_NE(m, nullptr);
     Literal x = Wave(37, 5000);
     RunOptions plain;
@@ -106,7 +83,8 @@ TEST(RowChain, ResultsAndPeaksMatchStepByStep) {
       o.num_threads = threads;
       auto got = RunModule(*m, {x}, o);
       ASSERT_TRUE(got.ok()) << got.status();
-      SCOPED_TRACE(map + " threads " + std::to_string(threads));
+      SCOPED_TRACE(std::string(other_row_max ? "other row max" : "own row max") +
+                   " threads " + std::to_string(threads));
       ExpectBitIdentical(*got, *want);
     }
   }
@@ -115,7 +93,7 @@ TEST(RowChain, ResultsAndPeaksMatchStepByStep) {
 TEST(RowChain, ReadingAnotherRowOfAChainValueEndsTheChain) {
   // The subtraction reads the max of row rows-1-r: the max reduce must have
   // finished every row first, so it cannot share a chain with it.
-  auto m = Parse(Softmax(16, 1000, "mr"));
+  auto m = Parse(SoftmaxModule(16, 1000, /*other_row_max=*/true));
   ASSERT_NE(m, nullptr);
   auto plan = ModulePlan::Build(*m);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -134,11 +112,11 @@ TEST(RowChain, ReadingAnotherRowOfAChainValueEndsTheChain) {
 // The GRPO kernels, whose loop bodies hold the chains that matter, on every
 // output and per-device peak, unsharded and vocab-sharded.
 TEST(RowChain, GrpoKernelsMatchStepByStep) {
-  for (const std::string kernel : {"grpo_tiled", "grpo_reference", "entropy_tiled"}) {
-    for (const std::string dtype : {"f32", "bf16"}) {
+  for (const char* kernel : {"grpo_tiled", "grpo_reference", "entropy_tiled"}) {
+    for (const char* dtype : {"f32", "bf16"}) {
       tools::KernelFlags k;
       k.kernel = kernel;
-      k.mode = kernel == "entropy_tiled" ? "fwd" : "fwd_bwd";
+      k.mode = k.kernel == "entropy_tiled" ? "fwd" : "fwd_bwd";
       k.batch = 2;
       k.seq = 24;
       k.vocab = 3001;
@@ -164,7 +142,7 @@ TEST(RowChain, GrpoKernelsMatchStepByStep) {
         o.num_threads = threads;
         auto got = RunModule(**module, *inputs, o);
         ASSERT_TRUE(got.ok()) << got.status();
-        SCOPED_TRACE(kernel + " " + dtype + " threads " + std::to_string(threads));
+        SCOPED_TRACE(std::string(kernel) + " " + dtype + " threads " + std::to_string(threads));
         ExpectBitIdentical(*got, *want);
       }
     }

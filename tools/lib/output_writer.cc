@@ -106,30 +106,25 @@ uint64_t HashChunk(const uint8_t* p, int64_t n) {
   return h;
 }
 
-// Eight independent accumulators (one add chain each would be bound by the
-// add latency); NaNs are counted and left out of the sums.
-template <typename T, typename ToDouble>
-void SumChunk(const T* v, int64_t n, ToDouble to_double, Checksum* c) {
+// Sums of n values at(0..n-1) into c: eight independent accumulators (one
+// add chain would be bound by the add latency); NaNs are counted and left
+// out of the sums.
+template <typename At>
+void SumValues(int64_t n, At at, Checksum* c) {
   constexpr int kLanes = 8;
   double sum[kLanes] = {}, abs_sum[kLanes] = {};
   int64_t nans[kLanes] = {};
+  auto add = [&](int lane, double x) {
+    const bool nan = x != x;
+    nans[lane] += nan;
+    sum[lane] += nan ? 0.0 : x;
+    abs_sum[lane] += nan ? 0.0 : std::fabs(x);
+  };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const double x = to_double(v[i + l]);
-      const bool nan = x != x;
-      nans[l] += nan;
-      sum[l] += nan ? 0.0 : x;
-      abs_sum[l] += nan ? 0.0 : std::fabs(x);
-    }
+    for (int l = 0; l < kLanes; ++l) add(l, at(i + l));
   }
-  for (; i < n; ++i) {
-    const double x = to_double(v[i]);
-    const bool nan = x != x;
-    nans[0] += nan;
-    sum[0] += nan ? 0.0 : x;
-    abs_sum[0] += nan ? 0.0 : std::fabs(x);
-  }
+  for (; i < n; ++i) add(0, at(i));
   for (int l = 0; l < kLanes; ++l) {
     c->sum += sum[l];
     c->abs_sum += abs_sum[l];
@@ -137,26 +132,22 @@ void SumChunk(const T* v, int64_t n, ToDouble to_double, Checksum* c) {
   }
 }
 
-// Sums of elements [first, first + n) of an array literal.
+// Sums of elements [first, first + n) of an array literal (f32 and bf16 read
+// directly, other types through GetAsDouble).
 void SumElements(const hlo::Literal& lit, int64_t first, int64_t n, Checksum* c) {
   switch (lit.shape().element_type()) {
-    case hlo::PrimitiveType::kF32:
-      SumChunk(lit.data<float>() + first, n, [](float x) { return double{x}; }, c);
+    case hlo::PrimitiveType::kF32: {
+      const float* v = lit.data<float>() + first;
+      SumValues(n, [v](int64_t i) { return double{v[i]}; }, c);
       return;
-    case hlo::PrimitiveType::kBF16:
-      SumChunk(lit.data<uint16_t>() + first, n,
-               [](uint16_t x) { return double{hlo::Bf16ToF32(x)}; }, c);
+    }
+    case hlo::PrimitiveType::kBF16: {
+      const uint16_t* v = lit.data<uint16_t>() + first;
+      SumValues(n, [v](int64_t i) { return double{hlo::Bf16ToF32(v[i])}; }, c);
       return;
+    }
     default:
-      for (int64_t i = first; i < first + n; ++i) {
-        const double x = lit.GetAsDouble(i);
-        if (std::isnan(x)) {
-          ++c->nan_count;
-          continue;
-        }
-        c->sum += x;
-        c->abs_sum += std::fabs(x);
-      }
+      SumValues(n, [&lit, first](int64_t i) { return lit.GetAsDouble(first + i); }, c);
   }
 }
 
