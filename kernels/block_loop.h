@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "hlo/builder.h"
+#include "hlo/ir/builder.h"
 
 namespace tpuoff::kernels {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "hlo/module.h"
+#include "hlo/ir/module.h"
 #include "kernels/grpo_config.h"
 
 namespace tpuoff::kernels {

@@ -1,7 +1,7 @@
 #include "kernels/grpo_common.h"
 
 #include "absl/strings/str_cat.h"
-#include "hlo/status_macros.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/vocab_stats.h"
 
 namespace tpuoff::kernels {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hlo/builder.h"
-#include "hlo/module.h"
+#include "hlo/ir/builder.h"
+#include "hlo/ir/module.h"
 #include "kernels/grpo_config.h"
 
 namespace tpuoff::kernels {

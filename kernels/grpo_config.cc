@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "hlo/json.h"
-#include "hlo/status_macros.h"
+#include "hlo/ir/json.h"
+#include "hlo/ir/status_macros.h"
 
 namespace tpuoff::kernels {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "hlo/primitive_type.h"
+#include "hlo/ir/primitive_type.h"
 
 namespace tpuoff::kernels {
 

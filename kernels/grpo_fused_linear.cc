@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "hlo/status_macros.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/block_loop.h"
 #include "kernels/grpo_tiled.h"
 

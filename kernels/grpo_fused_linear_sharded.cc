@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "hlo/shard_map.h"
-#include "hlo/sharding_util.h"
-#include "hlo/status_macros.h"
+#include "hlo/spmd/shard_map.h"
+#include "hlo/spmd/sharding_util.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/grpo_fused_linear.h"
 
 namespace tpuoff::kernels {

@@ -23,7 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "hlo/module.h"
+#include "hlo/ir/module.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_sharded.h"
 

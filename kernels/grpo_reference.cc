@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "hlo/status_macros.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/vocab_stats.h"
 
 namespace tpuoff::kernels {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "hlo/sharding_util.h"
-#include "hlo/status_macros.h"
+#include "hlo/spmd/sharding_util.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/grpo_common.h"
 #include "kernels/grpo_fused_linear_sharded.h"
 #include "kernels/grpo_reference.h"

@@ -29,8 +29,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "hlo/module.h"
-#include "hlo/shard_map.h"
+#include "hlo/ir/module.h"
+#include "hlo/spmd/shard_map.h"
 #include "kernels/build_kernel.h"
 #include "kernels/vocab_stats.h"
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "hlo/status_macros.h"
+#include "hlo/ir/status_macros.h"
 #include "kernels/block_loop.h"
 
 namespace tpuoff::kernels {

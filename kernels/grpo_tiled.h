@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "hlo/builder.h"
-#include "hlo/module.h"
+#include "hlo/ir/builder.h"
+#include "hlo/ir/module.h"
 #include "kernels/grpo_common.h"
 #include "kernels/grpo_config.h"
 #include "kernels/vocab_stats.h"

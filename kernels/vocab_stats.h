@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "hlo/builder.h"
+#include "hlo/ir/builder.h"
 
 namespace tpuoff::kernels {
 

@@ -1,7 +1,7 @@
-#include "hlo/builder.h"
+#include "hlo/ir/builder.h"
 
 #include "gtest/gtest.h"
-#include "hlo/verifier.h"
+#include "hlo/ir/verifier.h"
 
 namespace tpuoff::hlo {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hlo/float16.h"
-#include "hlo/literal.h"
-#include "tools/lib/output_writer.h"
+#include "hlo/ir/float16.h"
+#include "hlo/ir/literal.h"
+#include "tools/io/output_writer.h"
 
 namespace tpuoff::tools {
 namespace {

@@ -1,7 +1,7 @@
 // The CLI support library: the flag parser (accepted forms, strict errors,
 // generated usage), the kernel flags -> KernelSpec mapping, atomic file
 // writes / staged output directories, and deterministic random inputs.
-#include "tools/lib/flags.h"
+#include "tools/cli/flags.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +14,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/instruction.h"
-#include "tools/lib/file_util.h"
-#include "tools/lib/kernel_flags.h"
-#include "tools/lib/random_inputs.h"
+#include "hlo/ir/instruction.h"
+#include "tools/io/file_util.h"
+#include "tools/cli/kernel_flags.h"
+#include "tools/io/random_inputs.h"
 
 namespace tpuoff::tools {
 namespace {

@@ -1,9 +1,9 @@
 // Device: HBM accounting, allocator statistics, records and OOM messages.
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 #include <gtest/gtest.h>
 
-#include "runtime/trace.h"
+#include "runtime/device/trace.h"
 
 namespace tpuoff::runtime {
 namespace {

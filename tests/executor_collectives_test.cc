@@ -3,7 +3,7 @@
 // an error instead of a hang.
 #include <thread>
 
-#include "hlo/float16.h"
+#include "hlo/ir/float16.h"
 #include "tests/executor_test_util.h"
 
 namespace tpuoff::runtime {

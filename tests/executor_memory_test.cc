@@ -4,7 +4,7 @@
 #include <cmath>
 #include <regex>
 
-#include "runtime/plan.h"
+#include "runtime/emulator/plan.h"
 #include "tests/executor_test_util.h"
 
 namespace tpuoff::runtime {

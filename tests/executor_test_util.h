@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "hlo/literal.h"
-#include "hlo/text_parser.h"
-#include "hlo/verifier.h"
-#include "runtime/executor.h"
+#include "hlo/ir/literal.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/ir/verifier.h"
+#include "runtime/emulator/executor.h"
 
 namespace tpuoff::runtime::testing {
 

@@ -15,16 +15,16 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/json.h"
-#include "hlo/verifier.h"
-#include "hlo/builder.h"
+#include "hlo/ir/json.h"
+#include "hlo/ir/verifier.h"
+#include "hlo/ir/builder.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_common.h"
 #include "kernels/grpo_config.h"
 #include "kernels/grpo_tiled.h"
 #include "kernels/vocab_stats.h"
-#include "runtime/executor.h"
-#include "tools/lib/npy.h"
+#include "runtime/emulator/executor.h"
+#include "tools/io/npy.h"
 
 namespace tpuoff::kernels {
 namespace {

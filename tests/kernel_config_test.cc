@@ -8,8 +8,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/json.h"
-#include "hlo/verifier.h"
+#include "hlo/ir/json.h"
+#include "hlo/ir/verifier.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_config.h"
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hlo/float16.h"
-#include "runtime/elementwise_kernels.h"
-#include "runtime/plan.h"
+#include "hlo/ir/float16.h"
+#include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/emulator/plan.h"
 #include "tests/executor_test_util.h"
 
 namespace tpuoff::runtime {

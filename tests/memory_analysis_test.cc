@@ -13,16 +13,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "hlo/heap_simulator.h"
-#include "hlo/json.h"
-#include "hlo/memory_analysis.h"
-#include "hlo/text_parser.h"
-#include "hlo/tpu_layout.h"
+#include "hlo/analysis/heap_simulator.h"
+#include "hlo/ir/json.h"
+#include "hlo/analysis/memory_analysis.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/analysis/tpu_layout.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_sharded.h"
-#include "runtime/executor.h"
-#include "tools/lib/memory_report.h"
-#include "tools/lib/random_inputs.h"
+#include "runtime/emulator/executor.h"
+#include "tools/cli/memory_report.h"
+#include "tools/io/random_inputs.h"
 
 namespace tpuoff::hlo {
 namespace {

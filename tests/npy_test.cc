@@ -1,5 +1,5 @@
 // .npy parsing, conversion to literals and writing, on hand-made byte strings.
-#include "tools/lib/npy.h"
+#include "tools/io/npy.h"
 
 #include <cstdint>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/float16.h"
+#include "hlo/ir/float16.h"
 
 namespace tpuoff::tools {
 namespace {

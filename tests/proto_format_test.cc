@@ -14,11 +14,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/builder.h"
-#include "hlo/proto_io.h"
-#include "hlo/text_parser.h"
-#include "hlo/text_printer.h"
-#include "hlo/verifier.h"
+#include "hlo/ir/builder.h"
+#include "hlo/proto/proto_io.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/text/text_printer.h"
+#include "hlo/ir/verifier.h"
 #include "tests/proto_test_modules.h"
 #if __has_include("proto/hlo.pb.h")
 #include "proto/hlo.pb.h"

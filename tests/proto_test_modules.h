@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hlo/builder.h"
+#include "hlo/ir/builder.h"
 
 namespace tpuoff::hlo::test_modules {
 

@@ -1,14 +1,14 @@
 // The fast (chunked, parallel, vectorised Box-Muller) random inputs of
 // `tpuoff run --random-inputs` / `tpuoff bench`: normal logits with the
 // right moments and tails, independent of the thread count.
-#include "tools/lib/random_inputs.h"
+#include "tools/io/random_inputs.h"
 
 #include <omp.h>
 
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "tools/lib/kernel_flags.h"
+#include "tools/cli/kernel_flags.h"
 
 namespace tpuoff::tools {
 namespace {

@@ -10,10 +10,10 @@
 #include <limits>
 #include <random>
 
-#include "hlo/proto_io.h"
-#include "hlo/shape_inference.h"
-#include "hlo/text_printer.h"
-#include "hlo/window.h"
+#include "hlo/proto/proto_io.h"
+#include "hlo/ir/shape_inference.h"
+#include "hlo/text/text_printer.h"
+#include "hlo/ir/window.h"
 #include "tests/executor_test_util.h"
 
 namespace tpuoff::runtime {

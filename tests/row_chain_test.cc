@@ -3,10 +3,10 @@
 // (bit for bit, any thread count) nor the simulated HBM figures.
 #include <cstring>
 
-#include "runtime/plan.h"
+#include "runtime/emulator/plan.h"
 #include "tests/executor_test_util.h"
-#include "tools/lib/kernel_flags.h"
-#include "tools/lib/random_inputs.h"
+#include "tools/cli/kernel_flags.h"
+#include "tools/io/random_inputs.h"
 
 namespace tpuoff::runtime {
 namespace {

@@ -10,13 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/shard_map.h"
-#include "hlo/sharding_util.h"
-#include "hlo/text_parser.h"
-#include "hlo/text_printer.h"
-#include "hlo/verifier.h"
-#include "runtime/executor.h"
-#include "runtime/sharding_io.h"
+#include "hlo/spmd/shard_map.h"
+#include "hlo/spmd/sharding_util.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/text/text_printer.h"
+#include "hlo/ir/verifier.h"
+#include "runtime/emulator/executor.h"
+#include "runtime/device/sharding_io.h"
 
 namespace tpuoff::hlo {
 namespace {

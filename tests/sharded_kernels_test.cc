@@ -18,15 +18,15 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/json.h"
-#include "hlo/sharding_util.h"
-#include "hlo/text_printer.h"
+#include "hlo/ir/json.h"
+#include "hlo/spmd/sharding_util.h"
+#include "hlo/text/text_printer.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_config.h"
 #include "kernels/grpo_sharded.h"
-#include "runtime/executor.h"
-#include "runtime/sharding_io.h"
-#include "tools/lib/npy.h"
+#include "runtime/emulator/executor.h"
+#include "runtime/device/sharding_io.h"
+#include "tools/io/npy.h"
 
 namespace tpuoff::kernels {
 namespace {

@@ -2,7 +2,7 @@
 // special values, and independence from the array length (tails), plus the
 // fork-join pool (runtime/parallel.h) and the host block cache
 // (runtime/host_memory.h).
-#include "runtime/simd_math.h"
+#include "runtime/cpu/simd_math.h"
 
 #include <atomic>
 #include <cmath>
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/host_memory.h"
-#include "runtime/parallel.h"
+#include "runtime/cpu/host_memory.h"
+#include "runtime/cpu/parallel.h"
 
 namespace tpuoff::runtime {
 namespace {

@@ -17,10 +17,10 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/float16.h"
-#include "hlo/text_parser.h"
-#include "hlo/text_printer.h"
-#include "hlo/verifier.h"
+#include "hlo/ir/float16.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/text/text_printer.h"
+#include "hlo/ir/verifier.h"
 
 namespace tpuoff::hlo {
 namespace {

@@ -7,7 +7,7 @@
 // hand-computed; every case runs with fusion on and off, 1 and 3 threads.
 #include <gmock/gmock.h>
 
-#include "hlo/text_printer.h"
+#include "hlo/text/text_printer.h"
 #include "tests/executor_test_util.h"
 
 namespace tpuoff::runtime {

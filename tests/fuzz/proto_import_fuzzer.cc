@@ -10,8 +10,8 @@
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/stubs/logging.h"
-#include "hlo/proto_io.h"
-#include "hlo/verifier.h"
+#include "hlo/proto/proto_io.h"
+#include "hlo/ir/verifier.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <string>
 
-#include "hlo/text_parser.h"
-#include "hlo/text_printer.h"
-#include "hlo/verifier.h"
+#include "hlo/text/text_parser.h"
+#include "hlo/text/text_printer.h"
+#include "hlo/ir/verifier.h"
 
 namespace {
 

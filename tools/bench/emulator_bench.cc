@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "kernels/build_kernel.h"
-#include "runtime/executor.h"
-#include "tools/lib/bench_cases.h"
-#include "tools/lib/bench_floor.h"
-#include "tools/lib/kernel_flags.h"
+#include "runtime/emulator/executor.h"
+#include "tools/cli/bench_cases.h"
+#include "tools/cli/bench_floor.h"
+#include "tools/cli/kernel_flags.h"
 
 namespace tpuoff {
 namespace {

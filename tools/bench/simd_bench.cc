@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/parallel.h"
-#include "runtime/simd_math.h"
+#include "runtime/cpu/parallel.h"
+#include "runtime/cpu/simd_math.h"
 
 namespace tpuoff {
 namespace {

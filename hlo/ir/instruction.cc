@@ -1,0 +1,61 @@
+#include "hlo/ir/instruction.h"
+
+#include <algorithm>
+
+namespace tpuoff::hlo {
+
+HloInstruction::HloInstruction(HloOpcode opcode, Shape shape)
+    : opcode_(opcode), shape_(std::move(shape)) {}
+
+HloInstruction::~HloInstruction() = default;
+
+std::unique_ptr<HloInstruction> HloInstruction::Create(
+    HloOpcode opcode, Shape shape, std::vector<HloInstruction*> operands,
+    HloAttributes attrs, std::vector<HloComputation*> called) {
+  std::unique_ptr<HloInstruction> instr(
+      new HloInstruction(opcode, std::move(shape)));
+  instr->operands_ = std::move(operands);
+  for (HloInstruction* op : instr->operands_) {
+    if (std::find(op->users_.begin(), op->users_.end(), instr.get()) ==
+        op->users_.end()) {
+      op->users_.push_back(instr.get());
+    }
+  }
+  instr->attrs_ = std::move(attrs);
+  instr->called_ = std::move(called);
+  return instr;
+}
+
+std::unique_ptr<HloInstruction> HloInstruction::CreateParameter(
+    int64_t number, Shape shape, std::string name) {
+  HloAttributes attrs;
+  attrs.parameter_number = number;
+  auto instr = Create(HloOpcode::kParameter, std::move(shape), {}, attrs);
+  instr->set_name(std::move(name));
+  return instr;
+}
+
+std::unique_ptr<HloInstruction> HloInstruction::CreateConstant(Literal literal) {
+  auto instr = Create(HloOpcode::kConstant, literal.shape(), {});
+  instr->set_literal(std::move(literal));
+  return instr;
+}
+
+void HloInstruction::set_literal(Literal literal) {
+  literal_ = std::make_unique<Literal>(std::move(literal));
+}
+
+void HloInstruction::ReplaceOperand(int64_t i, HloInstruction* new_operand) {
+  HloInstruction* old = operands_[i];
+  operands_[i] = new_operand;
+  if (std::find(operands_.begin(), operands_.end(), old) == operands_.end()) {
+    old->users_.erase(std::remove(old->users_.begin(), old->users_.end(), this),
+                      old->users_.end());
+  }
+  if (std::find(new_operand->users_.begin(), new_operand->users_.end(),
+                this) == new_operand->users_.end()) {
+    new_operand->users_.push_back(this);
+  }
+}
+
+}  // namespace tpuoff::hlo

@@ -1,0 +1,141 @@
+#include "hlo/ir/verifier.h"
+
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "hlo/ir/shape_inference.h"
+#include "hlo/ir/status_macros.h"
+
+namespace tpuoff::hlo {
+namespace {
+
+absl::Status At(const HloComputation& comp, const HloInstruction* instr,
+                absl::string_view msg) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "computation ", comp.name(), instr ? absl::StrCat(", instruction ", instr->name()) : "",
+      ": ", msg));
+}
+
+absl::Status CheckAttributes(const HloComputation& comp, const HloInstruction& instr) {
+  const HloAttributes& a = instr.attrs();
+  switch (instr.opcode()) {
+    case HloOpcode::kConstant:
+      if (!instr.has_literal()) return At(comp, &instr, "constant without a literal");
+      if (!instr.literal().shape().Compatible(instr.shape())) {
+        return At(comp, &instr, absl::StrCat("literal shape ", instr.literal().shape().ToString(),
+                                             " differs from ", instr.shape().ToString()));
+      }
+      break;
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllToAll: {
+      std::set<int64_t> seen;
+      size_t size = a.replica_groups.groups.empty() ? 0 : a.replica_groups.groups[0].size();
+      for (const auto& group : a.replica_groups.groups) {
+        if (group.size() != size) {
+          return At(comp, &instr, "replica groups must all have the same size");
+        }
+        for (int64_t d : group) {
+          if (d < 0 || !seen.insert(d).second) {
+            return At(comp, &instr, absl::StrCat("device ", d, " repeated or negative in replica_groups"));
+          }
+        }
+      }
+      if (a.use_global_device_ids && !a.channel_id.has_value()) {
+        return At(comp, &instr, "use_global_device_ids needs a channel_id");
+      }
+      break;
+    }
+    case HloOpcode::kCollectivePermute: {
+      std::set<int64_t> sources, targets;
+      for (const auto& [s, t] : a.source_target_pairs) {
+        if (s < 0 || t < 0 || !sources.insert(s).second || !targets.insert(t).second) {
+          return At(comp, &instr, "source_target_pairs must not repeat a source or a target");
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyComputation(const HloModule& module, const HloComputation& comp,
+                               const std::unordered_set<const HloComputation*>& earlier,
+                               std::unordered_set<std::string>* names) {
+  if (comp.root() == nullptr) return At(comp, nullptr, "has no root instruction");
+  for (int64_t i = 0; i < comp.num_parameters(); ++i) {
+    if (comp.parameter(i) == nullptr) {
+      return At(comp, nullptr, absl::StrCat("parameter numbers must be 0..n-1; ", i, " is missing"));
+    }
+  }
+  std::unordered_set<const HloInstruction*> defined;
+  std::set<int64_t> param_numbers;
+  for (const auto& owned : comp.instructions()) {
+    const HloInstruction* instr = owned.get();
+    if (instr->name().empty()) return At(comp, instr, "instruction has no name");
+    if (!names->insert(instr->name()).second) {
+      return At(comp, instr, "instruction name is not unique in the module");
+    }
+    if (instr->opcode() == HloOpcode::kParameter &&
+        !param_numbers.insert(instr->parameter_number()).second) {
+      return At(comp, instr, absl::StrCat("parameter number ", instr->parameter_number(),
+                                          " used twice"));
+    }
+    for (const HloInstruction* op : instr->operands()) {
+      if (op->parent() != &comp) {
+        return At(comp, instr, absl::StrCat("operand ", op->name(), " is in another computation"));
+      }
+      if (!defined.count(op)) {
+        return At(comp, instr, absl::StrCat("operand ", op->name(), " is used before it is defined"));
+      }
+    }
+    for (const HloComputation* callee : instr->called_computations()) {
+      if (callee == nullptr || callee->parent() != &module) {
+        return At(comp, instr, "calls a computation outside the module");
+      }
+      if (!earlier.count(callee)) {
+        return At(comp, instr, absl::StrCat("calls ", callee->name(),
+                                            " which must come before its caller"));
+      }
+    }
+    std::vector<const Shape*> operand_shapes;
+    for (const HloInstruction* op : instr->operands()) operand_shapes.push_back(&op->shape());
+    auto inferred = InferShape(instr->opcode(), operand_shapes, instr->attrs(),
+                               instr->called_computations(), &instr->shape());
+    if (!inferred.ok()) return At(comp, instr, inferred.status().message());
+    if (!inferred->Compatible(instr->shape())) {
+      return At(comp, instr, absl::StrCat("shape ", instr->shape().ToString(),
+                                          " differs from the inferred ", inferred->ToString()));
+    }
+    RETURN_IF_ERROR(CheckAttributes(comp, *instr));
+    defined.insert(instr);
+  }
+  if (!defined.count(comp.root())) return At(comp, comp.root(), "root is not in the computation");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyModule(const HloModule& module) {
+  if (module.entry() == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " has no entry computation"));
+  }
+  std::unordered_set<std::string> comp_names;
+  std::unordered_set<std::string> instr_names;
+  std::unordered_set<const HloComputation*> earlier;
+  for (const auto& comp : module.computations()) {
+    if (!comp_names.insert(comp->name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("computation name ", comp->name(), " is not unique"));
+    }
+    RETURN_IF_ERROR(VerifyComputation(module, *comp, earlier, &instr_names));
+    earlier.insert(comp.get());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpuoff::hlo

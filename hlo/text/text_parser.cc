@@ -1,0 +1,326 @@
+// HLO text grammar: module header, computations, instructions and operands.
+// Attribute values live in text_parser_attrs.cc, shapes and constants in
+// text_parser_values.cc, name resolution and IR creation in
+// text_parser_build.cc.
+#include "hlo/text/text_parser.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "hlo/ir/status_macros.h"
+#include "hlo/text/text_parser_impl.h"
+
+namespace tpuoff::hlo {
+namespace text_internal {
+namespace {
+
+// XLA opcodes outside our table: recognised so the error says "unsupported"
+// rather than "unknown".
+constexpr absl::string_view kOtherXlaOpcodes[] = {
+    "acos", "acosh", "add-dependency", "asin", "asinh", "atanh", "async-start",
+    "async-update", "async-done", "all-gather-start", "all-gather-done",
+    "all-reduce-start", "all-reduce-done", "batch-norm-grad", "batch-norm-inference",
+    "batch-norm-training", "cholesky", "clz", "collective-broadcast",
+    "collective-permute-start", "collective-permute-done", "complex", "convolution",
+    "copy-start", "copy-done", "cosh", "domain", "dynamic-reshape", "erf", "fft",
+    "get-dimension-size", "imag", "infeed", "map", "outfeed", "popcnt",
+    "ragged-all-to-all", "ragged-dot", "real", "recv", "recv-done", "reduce-precision",
+    "reduce-window", "rng", "rng-bit-generator", "rng-get-and-update-state", "scan",
+    "scaled-dot", "select-and-scatter", "send", "send-done", "set-dimension-size",
+    "sinh", "sort", "stochastic-convert", "tan", "topk", "triangular-solve"};
+
+bool IsOtherXlaOpcode(absl::string_view name) {
+  for (absl::string_view op : kOtherXlaOpcodes) {
+    if (op == name) return true;
+  }
+  return absl::EndsWith(name, "-start") || absl::EndsWith(name, "-done") ||
+         absl::EndsWith(name, "-update");
+}
+
+}  // namespace
+
+absl::Status TextParser::ErrorAt(size_t loc, absl::string_view message,
+                                 absl::StatusCode code) const {
+  const auto [line, col] = lexer_.LineCol(loc);
+  const Token t = lexer_.TokenAt(loc);
+  std::string where;
+  if (t.kind == TokKind::kEof) {
+    where = "at end of input";
+  } else {
+    absl::string_view text = lexer_.TokenText(t);
+    std::string shown(text.substr(0, 40));
+    if (text.size() > 40) shown += "...";
+    where = absl::StrCat("at '", shown, "'");
+  }
+  return absl::Status(code, absl::StrCat(filename_, ":", line, ":", col, ": ", message,
+                                         " (", where, ")"));
+}
+
+absl::Status TextParser::TokenError(absl::string_view message) const {
+  if (At(TokKind::kError)) return ErrorAt(Loc(), lexer_.error());
+  return ErrorAt(Loc(), message);
+}
+
+bool TextParser::Eat(TokKind kind) {
+  if (!At(kind)) return false;
+  lexer_.Next();
+  return true;
+}
+
+absl::Status TextParser::Expect(TokKind kind, absl::string_view context) {
+  if (Eat(kind)) return absl::OkStatus();
+  return TokenError(absl::StrCat("expected ", TokKindName(kind), " ", context));
+}
+
+absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Run() {
+  RETURN_IF_ERROR(ParseModule());
+  return Build();
+}
+
+absl::Status TextParser::ParseModule() {
+  if (!AtIdent("HloModule")) return TokenError("expected 'HloModule'");
+  lexer_.Next();
+  size_t loc;
+  RETURN_IF_ERROR(ParseName(&module_.name, &loc));
+  std::set<std::string> seen;
+  while (Eat(TokKind::kComma)) {
+    if (At(TokKind::kAttrName) && !seen.insert(lexer_.tok().str).second) {
+      return TokenError(absl::StrCat("module attribute ", lexer_.tok().str, " given twice"));
+    }
+    RETURN_IF_ERROR(ParseHeaderAttribute());
+  }
+  // Newer XLA prints a stack-frame index (FileNames, FunctionNames,
+  // FileLocations, StackFrames tables) before the computations; it only
+  // serves metadata, which keeps source_file/source_line itself.
+  if (AtIdent("FileNames")) {
+    while (At(TokKind::kInt) || At(TokKind::kString) || At(TokKind::kLbrace) ||
+           AtIdent("FileNames") || AtIdent("FunctionNames") || AtIdent("FileLocations") ||
+           AtIdent("StackFrames")) {
+      if (At(TokKind::kLbrace)) {
+        RETURN_IF_ERROR(SkipValue());
+      } else {
+        lexer_.Next();
+      }
+    }
+  }
+  do {
+    RETURN_IF_ERROR(ParseComputation());
+  } while (!At(TokKind::kEof));
+  return absl::OkStatus();
+}
+
+absl::Status TextParser::ParseHeaderAttribute() {
+  if (!At(TokKind::kAttrName)) return TokenError("expected a module attribute name=");
+  const size_t loc = Loc();
+  const std::string name = lexer_.tok().str;
+  lexer_.Next();
+  if (name == "entry_computation_layout") {
+    module_.entry_layout_loc = loc;
+    return ParseEntryComputationLayout();
+  }
+  if (name == "input_output_alias") return ParseInputOutputAlias();
+  if (name == "frontend_attributes") {
+    return ParseFrontendAttributes(&module_.frontend_attributes);
+  }
+  if (name == "num_partitions" || name == "replica_count") {
+    int64_t n = 0;
+    RETURN_IF_ERROR(ParseInt64(&n));
+    if (n < 1 || n > options_.max_devices) {
+      return ErrorAt(loc, absl::StrCat(name, " must be in [1, ", options_.max_devices, "]"));
+    }
+    (name == "num_partitions" ? module_.num_partitions : module_.replica_count) = n;
+    return absl::OkStatus();
+  }
+  if (name == "is_scheduled" || name == "alias_passthrough_params") {
+    bool ignored = false;
+    return ParseBool(&ignored);
+  }
+  // Compilation hints for XLA's partitioner and buffer reuse: they do not
+  // change what the module computes.
+  if (name == "allow_spmd_sharding_propagation_to_output" ||
+      name == "allow_spmd_sharding_propagation_to_parameters" ||
+      name == "buffer_donor" || name == "origin_recovery_table") {
+    return SkipValue();
+  }
+  return Unsupported(loc, absl::StrCat("module attribute ", name, " is not supported"));
+}
+
+absl::Status TextParser::ParseEntryComputationLayout() {
+  RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start entry_computation_layout"));
+  RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the parameter layouts"));
+  std::vector<Shape> params;
+  if (!At(TokKind::kRparen)) {
+    do {
+      params.emplace_back();
+      RETURN_IF_ERROR(ParseShape(&params.back()));
+    } while (Eat(TokKind::kComma));
+  }
+  RETURN_IF_ERROR(Expect(TokKind::kRparen, "after the parameter layouts"));
+  RETURN_IF_ERROR(Expect(TokKind::kArrow, "before the result layout"));
+  RETURN_IF_ERROR(ParseShape(&module_.entry_result_layout));
+  module_.entry_param_layouts = std::move(params);
+  return Expect(TokKind::kRbrace, "to end entry_computation_layout");
+}
+
+absl::Status TextParser::ParseInputOutputAlias() {
+  RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start input_output_alias"));
+  while (!At(TokKind::kRbrace)) {
+    ParsedAlias a;
+    a.loc = Loc();
+    RETURN_IF_ERROR(ParseDimList(&a.alias.output_index));
+    RETURN_IF_ERROR(Expect(TokKind::kColon, "after the output index"));
+    RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the aliased parameter"));
+    RETURN_IF_ERROR(ParseDimValue(&a.alias.parameter_number));
+    RETURN_IF_ERROR(Expect(TokKind::kComma, "after the parameter number"));
+    RETURN_IF_ERROR(ParseDimList(&a.alias.parameter_index));
+    if (Eat(TokKind::kComma)) {
+      if (AtIdent("must-alias")) {
+        a.alias.must_alias = true;
+      } else if (!AtIdent("may-alias")) {
+        return TokenError("expected may-alias or must-alias");
+      }
+      lexer_.Next();
+    }
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "after the aliased parameter"));
+    module_.aliases.push_back(std::move(a));
+    if (!Eat(TokKind::kComma)) break;
+  }
+  return Expect(TokKind::kRbrace, "to end input_output_alias");
+}
+
+absl::Status TextParser::ParseComputation() {
+  ParsedComputation comp;
+  if (AtIdent("ENTRY")) {
+    comp.is_entry = true;
+    lexer_.Next();
+  }
+  RETURN_IF_ERROR(ParseName(&comp.name, &comp.name_loc));
+  if (Eat(TokKind::kLparen)) {
+    // Parameter names and shapes are restated by the parameter instructions.
+    if (!At(TokKind::kRparen)) {
+      do {
+        if (At(TokKind::kName) || At(TokKind::kIdent)) {
+          lexer_.Next();
+          RETURN_IF_ERROR(Expect(TokKind::kColon, "after a parameter name"));
+        } else if (!Eat(TokKind::kColonName)) {
+          return TokenError("expected 'name: shape' in the parameter list");
+        }
+        Shape ignored;
+        RETURN_IF_ERROR(ParseShape(&ignored));
+      } while (Eat(TokKind::kComma));
+    }
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "to end the parameter list"));
+    RETURN_IF_ERROR(Expect(TokKind::kArrow, "before the result shape"));
+    comp.result_loc = Loc();
+    comp.declared_result.emplace();
+    RETURN_IF_ERROR(ParseShape(&*comp.declared_result));
+  }
+  RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start the computation body"));
+  do {
+    RETURN_IF_ERROR(ParseInstruction(&comp));
+  } while (!At(TokKind::kRbrace));
+  lexer_.Next();
+  while (Eat(TokKind::kComma)) {
+    if (!At(TokKind::kAttrName) || lexer_.tok().str != "execution_thread") {
+      return TokenError("expected execution_thread= after a computation");
+    }
+    lexer_.Next();
+    RETURN_IF_ERROR(ParseString(&comp.execution_thread));
+  }
+  module_.computations.push_back(std::move(comp));
+  return absl::OkStatus();
+}
+
+absl::Status TextParser::ParseInstruction(ParsedComputation* computation) {
+  ParsedInstruction instr;
+  if (AtIdent("ROOT")) {
+    instr.is_root = true;
+    lexer_.Next();
+  }
+  instr.name_loc = Loc();
+  if (At(TokKind::kAttrName)) {  // `name=` with no space
+    instr.name = lexer_.tok().str;
+    lexer_.Next();
+  } else {
+    if (!At(TokKind::kName) && !At(TokKind::kIdent)) {
+      return TokenError("expected an instruction (name = shape opcode(operands))");
+    }
+    RETURN_IF_ERROR(ParseName(&instr.name, &instr.name_loc));
+    RETURN_IF_ERROR(Expect(TokKind::kEqual, "after the instruction name"));
+  }
+  if (AtShape()) {
+    instr.shape_loc = Loc();
+    instr.shape.emplace();
+    RETURN_IF_ERROR(ParseShape(&*instr.shape));
+  }
+  instr.opcode_loc = Loc();
+  if (!At(TokKind::kIdent)) return TokenError("expected an opcode");
+  const std::string opcode_name = lexer_.tok().str;
+  const std::optional<HloOpcode> opcode = StringToHloOpcode(opcode_name);
+  if (!opcode.has_value()) {
+    if (IsOtherXlaOpcode(opcode_name)) {
+      return Unsupported(Loc(), absl::StrCat("opcode ", opcode_name, " is not supported"));
+    }
+    return TokenError(absl::StrCat("unknown opcode '", opcode_name, "'"));
+  }
+  instr.opcode = *opcode;
+  lexer_.Next();
+  if (instr.opcode == HloOpcode::kParameter) {
+    RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the parameter number"));
+    const size_t loc = Loc();
+    RETURN_IF_ERROR(ParseDimValue(&instr.attrs.parameter_number));
+    if (instr.attrs.parameter_number < 0) return ErrorAt(loc, "parameter number must be >= 0");
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "after the parameter number"));
+  } else if (instr.opcode == HloOpcode::kConstant) {
+    if (!instr.shape.has_value()) return ErrorAt(instr.opcode_loc, "a constant needs a shape");
+    RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the constant's value"));
+    instr.literal.emplace();
+    RETURN_IF_ERROR(ParseLiteral(*instr.shape, &*instr.literal));
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "after the constant's value"));
+  } else {
+    RETURN_IF_ERROR(ParseOperands(&instr));
+  }
+  while (Eat(TokKind::kComma)) {
+    RETURN_IF_ERROR(ParseInstructionAttribute(&instr));
+  }
+  RETURN_IF_ERROR(CheckRequiredAttributes(instr));
+  computation->instructions.push_back(std::move(instr));
+  return absl::OkStatus();
+}
+
+absl::Status TextParser::ParseOperands(ParsedInstruction* instr) {
+  instr->operands_loc = Loc();
+  RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the operands"));
+  if (Eat(TokKind::kRparen)) return absl::OkStatus();
+  do {
+    OperandRef op;
+    op.loc = Loc();
+    if (AtShape()) {
+      op.shape.emplace();
+      RETURN_IF_ERROR(ParseShape(&*op.shape));
+    }
+    if (!At(TokKind::kName) && !At(TokKind::kIdent)) return TokenError("expected an operand name");
+    if (At(TokKind::kIdent) && lexer_.PeekNext().kind == TokKind::kLparen) {
+      return Unsupported(Loc(), "nested instructions as operands are not supported");
+    }
+    size_t name_loc;
+    RETURN_IF_ERROR(ParseName(&op.name, &name_loc));
+    instr->operands.push_back(std::move(op));
+  } while (Eat(TokKind::kComma));
+  return Expect(TokKind::kRparen, "after the operands");
+}
+
+}  // namespace text_internal
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseHloText(absl::string_view text,
+                                                        absl::string_view filename) {
+  return ParseHloText(text, filename, ParseOptions());
+}
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseHloText(absl::string_view text,
+                                                        absl::string_view filename,
+                                                        const ParseOptions& options) {
+  text_internal::TextParser parser(text, filename, options);
+  return parser.Run();
+}
+
+}  // namespace tpuoff::hlo

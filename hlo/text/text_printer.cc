@@ -1,0 +1,551 @@
+#include "hlo/text/text_printer.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "hlo/ir/float16.h"
+#include "hlo/text/text_lexer.h"
+#include "hlo/ir/window.h"
+
+namespace tpuoff::hlo {
+namespace {
+
+// Names as XLA's lexer reads them, [a-zA-Z_][a-zA-Z0-9_.-]*: other characters
+// become '_' (as XLA's SetAndSanitizeName does), so that any module prints
+// as parseable text. Parsed names are already valid and stay unchanged.
+std::string ValidName(absl::string_view name) {
+  std::string out(name);
+  if (out.empty()) return "_";
+  for (char& c : out) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' &&
+        c != '-') {
+      c = '_';
+    }
+  }
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(out[0])) && out[0] != '_') {
+    out.insert(out.begin(), '_');
+  }
+  return out;
+}
+
+std::string Name(const std::string& name, const PrintOptions& o) {
+  return o.print_percent ? absl::StrCat("%", ValidName(name)) : ValidName(name);
+}
+
+std::string Quoted(absl::string_view s) { return absl::StrCat("\"", absl::CEscape(s), "\""); }
+
+std::string Braced(const std::vector<int64_t>& v) {
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
+}
+
+// ---------------------------------------------------------------------------
+// Numbers. Floats print with the fewest significant digits that parse back
+// to the same bits (through the same conversions the parser uses).
+
+std::string ShortestFloat(double v, int max_digits,
+                          const std::function<bool(double)>& round_trips) {
+  std::string s;
+  for (int p = 1; p <= max_digits; ++p) {
+    s = absl::StrFormat("%.*g", p, v);
+    if (round_trips(std::strtod(s.c_str(), nullptr))) break;
+  }
+  // "1e+02" -> "100": keep moderate integers in plain notation, as XLA does.
+  if (s.find('e') != std::string::npos && v == std::trunc(v) && std::fabs(v) < 1e16) {
+    s = absl::StrFormat("%.0f", v);
+  }
+  // XLA lexes "-0" as the integer 0; "-0.0" keeps the sign.
+  if (s == "-0") s = "-0.0";
+  return s;
+}
+
+// NaN with its payload (mantissa bits) when it is not the default quiet NaN.
+std::string NanString(bool negative, uint64_t mantissa, int mantissa_bits) {
+  std::string s = negative ? "-nan" : "nan";
+  if (mantissa != uint64_t{1} << (mantissa_bits - 1)) {
+    absl::StrAppend(&s, "(0x", absl::Hex(mantissa), ")");
+  }
+  return s;
+}
+
+std::string FloatElement(PrimitiveType type, const uint8_t* p) {
+  switch (type) {
+    case PrimitiveType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      uint64_t bits;
+      std::memcpy(&bits, p, 8);
+      if (std::isnan(v)) return NanString(bits >> 63, bits & ((uint64_t{1} << 52) - 1), 52);
+      if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+      return ShortestFloat(v, 17, [&](double d) { return std::memcmp(&d, p, 8) == 0; });
+    }
+    case PrimitiveType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      uint32_t bits;
+      std::memcpy(&bits, p, 4);
+      if (std::isnan(f)) return NanString(bits >> 31, bits & 0x7fffffu, 23);
+      if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+      return ShortestFloat(f, 9, [&](double d) {
+        const float g = static_cast<float>(d);
+        return std::memcmp(&g, p, 4) == 0;
+      });
+    }
+    default: {  // bf16, f16
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      const bool bf16 = type == PrimitiveType::kBF16;
+      const float f = bf16 ? Bf16ToF32(bits) : F16ToF32(bits);
+      const int mantissa_bits = bf16 ? 7 : 10;
+      if (std::isnan(f)) {
+        return NanString(bits >> 15, bits & ((1u << mantissa_bits) - 1), mantissa_bits);
+      }
+      if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
+      return ShortestFloat(f, 9, [&](double d) {
+        const float g = static_cast<float>(d);
+        return (bf16 ? F32ToBf16(g) : F32ToF16(g)) == bits;
+      });
+    }
+  }
+}
+
+std::string Element(const Literal& lit, int64_t i) {
+  const PrimitiveType type = lit.shape().element_type();
+  if (type == PrimitiveType::kPred) return lit.GetAsInt64(i) ? "true" : "false";
+  if (IsFloatingPoint(type)) return FloatElement(type, lit.raw() + i * ByteWidth(type));
+  if (type == PrimitiveType::kU64) return absl::StrCat(lit.data<uint64_t>()[i]);
+  return absl::StrCat(lit.GetAsInt64(i));
+}
+
+// Nested braces, one level per dimension: {1, 2} and { {1, 2}, {3, 4} }.
+void AppendArray(const Literal& lit, int64_t dim, int64_t base,
+                 const std::vector<int64_t>& strides, std::string* out) {
+  const Shape& shape = lit.shape();
+  if (dim == shape.rank()) {
+    out->append(Element(lit, base));
+    return;
+  }
+  const bool inner = dim + 1 == shape.rank();
+  out->append(inner ? "{" : "{ ");
+  for (int64_t i = 0; i < shape.dimensions(dim); ++i) {
+    if (i > 0) out->append(", ");
+    AppendArray(lit, dim + 1, base + i * strides[dim], strides, out);
+  }
+  out->append(inner || shape.dimensions(dim) == 0 ? "}" : " }");
+}
+
+// Arrays as nested braces, tuples as XLA's `(a, b)` tuple literals.
+std::string LiteralString(const Literal& lit) {
+  const Shape& shape = lit.shape();
+  if (shape.IsTuple()) {
+    std::vector<std::string> parts;
+    for (const Literal& e : lit.tuple_elements()) parts.push_back(LiteralString(e));
+    return absl::StrCat("(", absl::StrJoin(parts, ", "), ")");
+  }
+  // Only a literal whose bytes do not match its shape (never built by the
+  // IR's own constructors) cannot be printed.
+  if (!shape.IsArray() || lit.raw_size() != shape.byte_size()) return "{...}";
+  std::string out;
+  AppendArray(lit, 0, 0, shape.Strides(), &out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Structured attributes.
+
+bool IsPermutation(const std::vector<int64_t>& perm, size_t n) {
+  if (perm.size() != n) return false;
+  std::vector<bool> seen(n, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(n) || seen[p]) return false;
+    seen[p] = true;
+  }
+  return true;
+}
+
+// `<=[reshape]T(perm)` if the iota spelling expands to exactly `devices`.
+std::optional<std::string> IotaString(const std::vector<int64_t>& reshape,
+                                      const std::vector<int64_t>& perm,
+                                      const std::vector<int64_t>& devices) {
+  if (reshape.empty() || (!perm.empty() && !IsPermutation(perm, reshape.size()))) {
+    return std::nullopt;
+  }
+  int64_t total = 1;
+  for (int64_t d : reshape) {
+    if (d < 1 || total > (int64_t{1} << 30) / d) return std::nullopt;
+    total *= d;
+  }
+  if (total != static_cast<int64_t>(devices.size()) ||
+      ExpandIotaDevices(reshape, perm) != devices) {
+    return std::nullopt;
+  }
+  std::string s = absl::StrCat("<=[", absl::StrJoin(reshape, ","), "]");
+  if (reshape.size() > 1) {  // XLA always spells the permutation then
+    std::vector<int64_t> p = perm;
+    if (p.empty()) {
+      for (size_t i = 0; i < reshape.size(); ++i) p.push_back(i);
+    }
+    absl::StrAppend(&s, "T(", absl::StrJoin(p, ","), ")");
+  }
+  return s;
+}
+
+std::string ReplicaGroupsString(const ReplicaGroups& g) {
+  if (g.iota_form && !g.groups.empty()) {
+    std::vector<int64_t> flat;
+    bool uniform = true;
+    for (const auto& group : g.groups) {
+      uniform &= group.size() == g.groups[0].size();
+      flat.insert(flat.end(), group.begin(), group.end());
+    }
+    if (uniform && !g.groups[0].empty()) {
+      if (auto iota = IotaString(g.iota_reshape_dims, g.iota_transpose_perm, flat)) {
+        return absl::StrCat("[", g.groups.size(), ",", g.groups[0].size(), "]", *iota);
+      }
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& group : g.groups) parts.push_back(Braced(group));
+  return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+}
+
+std::string ShardingString(const HloSharding& s) {
+  switch (s.type) {
+    case HloSharding::Type::kReplicated: return "{replicated}";
+    case HloSharding::Type::kManual: return "{manual}";
+    case HloSharding::Type::kUnknown: return "{unknown}";
+    case HloSharding::Type::kMaximal:
+      return absl::StrCat("{maximal device=", s.devices.empty() ? 0 : s.devices[0], "}");
+    case HloSharding::Type::kTuple: {
+      std::vector<std::string> parts;
+      for (const HloSharding& e : s.tuple_shardings) parts.push_back(ShardingString(e));
+      return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+    }
+    case HloSharding::Type::kTiled: break;
+  }
+  std::string out = absl::StrCat("{devices=[", absl::StrJoin(s.tile_assignment_dims, ","), "]");
+  std::optional<std::string> iota;
+  if (s.iota_form) iota = IotaString(s.iota_reshape_dims, s.iota_transpose_perm, s.devices);
+  absl::StrAppend(&out, iota ? *iota : absl::StrJoin(s.devices, ","));
+  if (s.replicate_on_last_tile_dim) absl::StrAppend(&out, " last_tile_dim_replicate");
+  if (!s.last_tile_dims.empty()) {
+    std::vector<std::string> types;
+    for (int t : s.last_tile_dims) {
+      types.push_back(t == 4 ? "manual" : t == 1 ? "maximal" : "replicated");
+    }
+    absl::StrAppend(&out, " last_tile_dims={", absl::StrJoin(types, ", "), "}");
+  }
+  return out + "}";
+}
+
+std::string MetadataString(const OpMetadata& m) {
+  std::vector<std::string> parts;
+  if (!m.op_type.empty()) parts.push_back(absl::StrCat("op_type=", Quoted(m.op_type)));
+  if (!m.op_name.empty()) parts.push_back(absl::StrCat("op_name=", Quoted(m.op_name)));
+  if (!m.source_file.empty()) {
+    parts.push_back(absl::StrCat("source_file=", Quoted(m.source_file)));
+  }
+  if (m.source_line != 0) parts.push_back(absl::StrCat("source_line=", m.source_line));
+  return absl::StrCat("{", absl::StrJoin(parts, " "), "}");
+}
+
+// A string attribute value; JSON-like dicts print unquoted, as XLA does.
+std::string StringOrDict(const std::string& v) { return IsJsonDict(v) ? v : Quoted(v); }
+
+std::string FrontendAttributesString(const FrontendAttributes& attrs) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : attrs) parts.push_back(absl::StrCat(k, "=", StringOrDict(v)));
+  return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+}
+
+std::string SliceString(const std::vector<SliceDimension>& slice) {
+  bool unit_strides = true;
+  for (const SliceDimension& d : slice) unit_strides &= d.stride == 1;
+  std::vector<std::string> parts;
+  for (const SliceDimension& d : slice) {
+    parts.push_back(unit_strides ? absl::StrCat("[", d.start, ":", d.limit, "]")
+                                 : absl::StrCat("[", d.start, ":", d.limit, ":", d.stride, "]"));
+  }
+  return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+}
+
+// low_high[_interior] per dimension joined by 'x'; interior only if any.
+std::string PaddingString(const std::vector<PaddingDimension>& padding) {
+  bool interior = false;
+  for (const PaddingDimension& p : padding) interior |= p.interior_padding != 0;
+  std::vector<std::string> parts;
+  for (const PaddingDimension& p : padding) {
+    parts.push_back(interior ? absl::StrCat(p.edge_padding_low, "_", p.edge_padding_high, "_",
+                                            p.interior_padding)
+                             : absl::StrCat(p.edge_padding_low, "_", p.edge_padding_high));
+  }
+  return absl::StrJoin(parts, "x");
+}
+
+std::string PrecisionString(const std::vector<std::string>& precisions) {
+  bool all_default = true;
+  for (const std::string& p : precisions) all_default &= p == "DEFAULT";
+  if (all_default) return "";
+  std::vector<std::string> lower;
+  for (const std::string& p : precisions) lower.push_back(absl::AsciiStrToLower(p));
+  return absl::StrCat("operand_precision={", absl::StrJoin(lower, ","), "}");
+}
+
+constexpr absl::string_view kApiVersions[] = {
+    "API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+    "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+
+// Opcode-specific attributes, then called computations, in XLA's order.
+void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
+                            std::vector<std::string>* out) {
+  const HloAttributes& a = instr.attrs();
+  const auto& called = instr.called_computations();
+  auto comp = [&](size_t i) {
+    return i < called.size() && called[i] ? Name(called[i]->name(), o) : std::string("%?");
+  };
+  auto add = [&](auto&&... pieces) { out->push_back(absl::StrCat(pieces...)); };
+  auto add_dims = [&](absl::string_view name, const std::vector<int64_t>& v, bool always) {
+    if (always || !v.empty()) add(name, "=", Braced(v));
+  };
+  using O = HloOpcode;
+  switch (instr.opcode()) {
+    case O::kBroadcast:
+    case O::kTranspose:
+    case O::kReduce:
+    case O::kReverse:
+    case O::kConcatenate:
+      add_dims("dimensions", a.dimensions, true);
+      break;
+    case O::kIota:
+      add("iota_dimension=", a.dimensions.empty() ? 0 : a.dimensions[0]);
+      break;
+    case O::kSlice: add("slice=", SliceString(a.slice)); break;
+    case O::kDynamicSlice: add_dims("dynamic_slice_sizes", a.dynamic_slice_sizes, true); break;
+    case O::kPad: add("padding=", PaddingString(a.padding)); break;
+    case O::kReduceWindow: add("window=", WindowToString(a.window)); break;
+    case O::kCompare:
+      add("direction=", ComparisonDirectionString(a.comparison_direction));
+      if (!a.comparison_type.empty()) add("type=", a.comparison_type);
+      break;
+    case O::kDot: {
+      add_dims("lhs_batch_dims", a.dot.lhs_batch_dimensions, false);
+      add_dims("lhs_contracting_dims", a.dot.lhs_contracting_dimensions, false);
+      add_dims("rhs_batch_dims", a.dot.rhs_batch_dimensions, false);
+      add_dims("rhs_contracting_dims", a.dot.rhs_contracting_dimensions, false);
+      const std::string precision = PrecisionString(a.operand_precision);
+      if (!precision.empty()) out->push_back(precision);
+      break;
+    }
+    case O::kGather:
+      add_dims("offset_dims", a.gather.offset_dims, true);
+      add_dims("collapsed_slice_dims", a.gather.collapsed_slice_dims, true);
+      add_dims("operand_batching_dims", a.gather.operand_batching_dims, false);
+      add_dims("start_indices_batching_dims", a.gather.start_indices_batching_dims, false);
+      add_dims("start_index_map", a.gather.start_index_map, true);
+      add("index_vector_dim=", a.gather.index_vector_dim);
+      add_dims("slice_sizes", a.gather_slice_sizes, true);
+      if (a.indices_are_sorted) add("indices_are_sorted=true");
+      break;
+    case O::kScatter:
+      add_dims("update_window_dims", a.scatter.update_window_dims, true);
+      add_dims("inserted_window_dims", a.scatter.inserted_window_dims, true);
+      add_dims("input_batching_dims", a.scatter.input_batching_dims, false);
+      add_dims("scatter_indices_batching_dims", a.scatter.scatter_indices_batching_dims, false);
+      add_dims("scatter_dims_to_operand_dims", a.scatter.scatter_dims_to_operand_dims, true);
+      add("index_vector_dim=", a.scatter.index_vector_dim);
+      if (a.indices_are_sorted) add("indices_are_sorted=true");
+      if (a.unique_indices) add("unique_indices=true");
+      break;
+    case O::kGetTupleElement: add("index=", a.tuple_index); break;
+    case O::kFusion: add("kind=", FusionKindString(a.fusion_kind)); break;
+    case O::kAllReduce:
+    case O::kAllGather:
+    case O::kReduceScatter:
+    case O::kAllToAll:
+      if (a.channel_id) add("channel_id=", *a.channel_id);
+      add("replica_groups=", ReplicaGroupsString(a.replica_groups));
+      if (a.constrain_layout) add("constrain_layout=true");
+      if (instr.opcode() == O::kAllGather) add_dims("dimensions", a.dimensions, true);
+      if (instr.opcode() != O::kAllToAll && a.use_global_device_ids) {
+        add("use_global_device_ids=true");
+      }
+      if (instr.opcode() == O::kReduceScatter) add_dims("dimensions", a.dimensions, true);
+      if (instr.opcode() == O::kAllToAll) add_dims("dimensions", a.dimensions, false);
+      break;
+    case O::kCollectivePermute: {
+      if (a.channel_id) add("channel_id=", *a.channel_id);
+      std::vector<std::string> pairs;
+      for (const auto& [s, t] : a.source_target_pairs) pairs.push_back(absl::StrCat("{", s, ",", t, "}"));
+      add("source_target_pairs={", absl::StrJoin(pairs, ","), "}");
+      break;
+    }
+    case O::kCustomCall: {
+      const std::string precision = PrecisionString(a.operand_precision);
+      if (!precision.empty()) out->push_back(precision);
+      add("custom_call_target=", Quoted(a.custom_call_target));
+      if (a.custom_call_has_side_effect) add("custom_call_has_side_effect=true");
+      if (a.custom_call_api_version >= 2 && a.custom_call_api_version <= 4) {
+        add("api_version=", kApiVersions[a.custom_call_api_version]);
+      }
+      break;
+    }
+    default: break;
+  }
+  // Called computations.
+  switch (instr.opcode()) {
+    case O::kWhile:
+      add("condition=", comp(1));
+      add("body=", comp(0));
+      break;
+    case O::kConditional: {
+      const bool pred = instr.operand_count() > 0 &&
+                        instr.operand(0)->shape().element_type() == PrimitiveType::kPred;
+      if (pred && called.size() == 2) {
+        add("true_computation=", comp(0));
+        add("false_computation=", comp(1));
+      } else {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < called.size(); ++i) names.push_back(comp(i));
+        add("branch_computations={", absl::StrJoin(names, ", "), "}");
+      }
+      break;
+    }
+    case O::kReduce:
+    case O::kReduceWindow:
+    case O::kAllReduce:
+    case O::kReduceScatter:
+    case O::kScatter:
+    case O::kCall:
+      add("to_apply=", comp(0));
+      break;
+    case O::kFusion: add("calls=", comp(0)); break;
+    case O::kCustomCall:
+      if (!called.empty()) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < called.size(); ++i) names.push_back(comp(i));
+        add("called_computations={", absl::StrJoin(names, ", "), "}");
+      }
+      break;
+    default: break;
+  }
+}
+
+std::string EntryLayoutString(const HloModule& module) {
+  std::vector<Shape> params;
+  Shape result;
+  if (module.entry_parameter_layouts().has_value()) {
+    params = *module.entry_parameter_layouts();
+    result = module.entry_result_layout();
+  } else {
+    params = module.entry()->ParameterShapes();
+    if (module.entry()->root() != nullptr) result = module.entry()->root()->shape();
+  }
+  std::vector<std::string> parts;
+  for (const Shape& s : params) parts.push_back(s.ToString(/*print_layout=*/true));
+  return absl::StrCat("{(", absl::StrJoin(parts, ", "), ")->", result.ToString(true), "}");
+}
+
+}  // namespace
+
+std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o) {
+  std::string out = absl::StrCat(Name(instr.name(), o), " = ",
+                                 instr.shape().ToString(o.print_layouts), " ",
+                                 HloOpcodeString(instr.opcode()), "(");
+  if (instr.opcode() == HloOpcode::kParameter) {
+    absl::StrAppend(&out, instr.parameter_number());
+  } else if (instr.opcode() == HloOpcode::kConstant) {
+    absl::StrAppend(&out, instr.has_literal() ? LiteralString(instr.literal()) : "{...}");
+  } else {
+    std::vector<std::string> operands;
+    for (const HloInstruction* op : instr.operands()) {
+      operands.push_back(o.print_operand_shapes
+                             ? absl::StrCat(op->shape().ToString(o.print_layouts), " ",
+                                            Name(op->name(), o))
+                             : Name(op->name(), o));
+    }
+    absl::StrAppend(&out, absl::StrJoin(operands, ", "));
+  }
+  out += ")";
+  std::vector<std::string> attrs;
+  AppendOpcodeAttributes(instr, o, &attrs);
+  if (instr.sharding().has_value()) {
+    attrs.push_back(absl::StrCat("sharding=", ShardingString(*instr.sharding())));
+  }
+  if (o.print_metadata && !instr.frontend_attributes().empty()) {
+    attrs.push_back(absl::StrCat("frontend_attributes=",
+                                 FrontendAttributesString(instr.frontend_attributes())));
+  }
+  if (!instr.control_predecessors().empty()) {
+    std::vector<std::string> names;
+    for (const HloInstruction* p : instr.control_predecessors()) names.push_back(Name(p->name(), o));
+    attrs.push_back(absl::StrCat("control-predecessors={", absl::StrJoin(names, ", "), "}"));
+  }
+  if (o.print_metadata && !instr.metadata().empty()) {
+    attrs.push_back(absl::StrCat("metadata=", MetadataString(instr.metadata())));
+  }
+  if (!instr.attrs().backend_config.empty()) {
+    attrs.push_back(absl::StrCat("backend_config=", StringOrDict(instr.attrs().backend_config)));
+  }
+  for (const std::string& a : attrs) absl::StrAppend(&out, ", ", a);
+  return out;
+}
+
+std::string PrintComputation(const HloComputation& computation, const PrintOptions& o) {
+  const bool is_entry =
+      computation.parent() != nullptr && computation.parent()->entry() == &computation;
+  std::vector<std::string> params;
+  for (const HloInstruction* p : computation.parameters()) {
+    if (p != nullptr) params.push_back(absl::StrCat(ValidName(p->name()), ": ", p->shape().ToString()));
+  }
+  const HloInstruction* root = computation.root();
+  std::string out = absl::StrCat(is_entry ? "ENTRY " : "", Name(computation.name(), o), " (",
+                                 absl::StrJoin(params, ", "), ") -> ",
+                                 root ? root->shape().ToString() : "()", " {\n");
+  for (const auto& instr : computation.instructions()) {
+    absl::StrAppend(&out, "  ", instr.get() == root ? "ROOT " : "",
+                    PrintInstruction(*instr, o), "\n");
+  }
+  out += "}";
+  if (!computation.execution_thread().empty() && computation.execution_thread() != "main") {
+    absl::StrAppend(&out, ", execution_thread=", Quoted(computation.execution_thread()));
+  }
+  return out;
+}
+
+std::string PrintModule(const HloModule& module, const PrintOptions& o) {
+  std::string out = absl::StrCat("HloModule ", ValidName(module.name()));
+  if (!module.input_output_aliases().empty()) {
+    std::vector<std::string> parts;
+    for (const InputOutputAlias& a : module.input_output_aliases()) {
+      parts.push_back(absl::StrCat(Braced(a.output_index), ": (", a.parameter_number, ", ",
+                                   Braced(a.parameter_index), ", ",
+                                   a.must_alias ? "must-alias" : "may-alias", ")"));
+    }
+    absl::StrAppend(&out, ", input_output_alias={ ", absl::StrJoin(parts, ", "), " }");
+  }
+  if (module.entry() != nullptr) {
+    absl::StrAppend(&out, ", entry_computation_layout=", EntryLayoutString(module));
+  }
+  if (module.replica_count() != 1) absl::StrAppend(&out, ", replica_count=", module.replica_count());
+  if (module.num_partitions() != 1) {
+    absl::StrAppend(&out, ", num_partitions=", module.num_partitions());
+  }
+  if (!module.frontend_attributes().empty()) {
+    absl::StrAppend(&out, ", frontend_attributes=",
+                    FrontendAttributesString(module.frontend_attributes()));
+  }
+  out += "\n";
+  for (const auto& comp : module.computations()) {
+    absl::StrAppend(&out, "\n", PrintComputation(*comp, o), "\n");
+  }
+  return out;
+}
+
+}  // namespace tpuoff::hlo

@@ -1,0 +1,78 @@
+// Public entry points of the host emulator: run an HLO module on one
+// simulated TPU v6e device, or an SPMD program on N devices that talk through
+// a CollectiveBackend. Each computation is planned once (schedule, fusion
+// groups, buffer lifetimes; see runtime/plan.h) and then run with OpenMP.
+//
+// Numerics follow XLA:CPU: bf16/f16 are stored as 16 bits and computed in
+// f32 with round-to-nearest-even on every store; integer ops wrap; NaN/Inf
+// propagate; reductions combine in a fixed order, so outputs are
+// bit-identical for any thread count.
+#ifndef TPUOFF_RUNTIME_EXECUTOR_H_
+#define TPUOFF_RUNTIME_EXECUTOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hlo/ir/literal.h"
+#include "hlo/ir/module.h"
+#include "runtime/device/collectives.h"
+#include "runtime/device/device.h"
+#include "runtime/device/trace.h"
+
+namespace tpuoff::runtime {
+
+struct RunOptions {
+  // OpenMP threads in total (0 = all available). RunSpmd gives each device
+  // an equal share, at least one.
+  int num_threads = 0;
+  // HBM capacity of each simulated device.
+  int64_t hbm_capacity_bytes = kDefaultHbmBytes;
+  // Record a Chrome trace (events per op/fused group, HBM counter track).
+  bool record_trace = false;
+  // Record every allocation and free in DeviceReport::records.
+  bool record_allocations = true;
+  // Turn the planner's elementwise fusion off (every op materialises its
+  // result); for tests and debugging. Results are bit-identical either way.
+  bool disable_fusion = false;
+  // Run every fused step on its own instead of grouping steps into row
+  // chains (runtime/row_chain.h); for tests and debugging. Results and HBM
+  // figures are bit-identical either way.
+  bool disable_row_chains = false;
+};
+
+struct RunResult {
+  // Leaves of the root tuple (depth-first), or the single array.
+  std::vector<hlo::Literal> outputs;
+  // Allocator statistics and records per device, in device order.
+  std::vector<DeviceReport> devices;
+  Trace trace;  // empty unless RunOptions::record_trace
+  double wall_seconds = 0;
+};
+
+// Runs `module`'s entry computation on one device (device 0 of a mesh of
+// one). `arguments` match the entry parameters in number and shape
+// (INVALID_ARGUMENT otherwise). Running out of HBM is RESOURCE_EXHAUSTED:
+// "device 0: out of HBM while allocating N bytes for %op (in use X of
+// 32.00G hbm); largest live buffers: ...". Collectives run as on a mesh of
+// one device (identity); partition-id and replica-id are 0.
+absl::StatusOr<RunResult> RunModule(const hlo::HloModule& module,
+                                    absl::Span<const hlo::Literal> arguments,
+                                    const RunOptions& options = {});
+
+// Runs the same per-device program on N = per_device_arguments.size()
+// simulated devices concurrently (one thread per device). partition-id
+// returns the device's index in the mesh (replica-id is 0). Collectives go
+// through `backend` (nullptr: an InProcessCollectives for N devices is
+// created). RunResult::outputs holds device 0's outputs followed by device
+// 1's, ... (num_outputs_per_device = outputs.size() / N). The first device
+// failure fails the run; other devices are aborted, never left waiting.
+absl::StatusOr<RunResult> RunSpmd(
+    const hlo::HloModule& module,
+    const std::vector<std::vector<hlo::Literal>>& per_device_arguments,
+    const RunOptions& options = {}, CollectiveBackend* backend = nullptr);
+
+}  // namespace tpuoff::runtime
+
+#endif  // TPUOFF_RUNTIME_EXECUTOR_H_

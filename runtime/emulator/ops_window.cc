@@ -1,0 +1,151 @@
+#include "runtime/emulator/ops_window.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "hlo/analysis/loop_fusion.h"
+#include "hlo/ir/status_macros.h"
+#include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/emulator/ops.h"
+
+namespace tpuoff::runtime {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::PrimitiveType;
+using hlo::Shape;
+using hlo::WindowDimension;
+
+// Input coordinates (in window order) that output position `o` of one
+// dimension reads; padding and dilation holes are left out. Only window
+// offsets that land inside the dilated base are visited, so huge sizes or
+// paddings cost nothing.
+void WindowCoordinates(const WindowDimension& w, int64_t base, int64_t o,
+                       std::vector<int64_t>* coords) {
+  coords->clear();
+  if (base == 0) return;
+  // Position (in the dilated base) of window offset kk is first + kk * wd.
+  const int64_t first = o * w.stride - w.padding_low;
+  const int64_t last = (base - 1) * w.base_dilation;
+  const int64_t wd = w.window_dilation;
+  const int64_t lo = first >= 0 ? 0 : (-first + wd - 1) / wd;
+  if (last < first) return;
+  const int64_t hi = std::min(w.size - 1, (last - first) / wd);
+  for (int64_t kk = lo; kk <= hi; ++kk) {
+    const int64_t pos = first + kk * wd;
+    if (pos % w.base_dilation == 0) coords->push_back(pos / w.base_dilation);
+  }
+  // Window element k reads offset size-1-k when reversed: window order is
+  // then descending offsets.
+  if (w.window_reversal) std::reverse(coords->begin(), coords->end());
+}
+
+// Below this many window reads in total, threads cost more than they save.
+constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+
+}  // namespace
+
+absl::Status ReduceWindowKernel(const HloInstruction& instr,
+                                absl::Span<const void* const> inputs,
+                                absl::Span<const void* const> inits,
+                                absl::Span<void* const> outs, int num_threads) {
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const Shape& in_shape = instr.operand(0)->shape();
+  const Shape& out_shape = instr.shape().IsTuple() ? instr.shape().tuple_shapes(0) : instr.shape();
+  const std::vector<WindowDimension>& window = instr.attrs().window;
+  const int64_t rank = in_shape.rank();
+  if (static_cast<int64_t>(window.size()) != rank || out_shape.rank() != rank ||
+      static_cast<int64_t>(inits.size()) != n || static_cast<int64_t>(outs.size()) != n) {
+    return absl::InternalError(absl::StrCat("reduce-window %", instr.name(),
+                                            ": window, operands and results disagree"));
+  }
+  const int64_t out_count = out_shape.num_elements();
+  if (out_count == 0) return absl::OkStatus();
+  std::vector<int64_t> in_strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    in_strides[d] = in_strides[d + 1] * in_shape.dimensions(d + 1);
+  }
+  int64_t window_count = 1;
+  for (const WindowDimension& w : window) window_count *= w.size;
+  std::vector<PrimitiveType> types(n);
+  std::vector<int> widths(n);
+  std::vector<LoadKernel> loads(n);
+  std::vector<uint64_t> init_values(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    types[i] = instr.operand(i)->shape().element_type();
+    widths[i] = hlo::ByteWidth(types[i]);
+    loads[i] = GetLoadKernel(types[i]);
+    loads[i](inits[i], 0, &init_values[i], 1);
+  }
+  // A plain binary reducer folds with its kernel; anything else runs the
+  // reducer computation through the scalar evaluator.
+  BinaryKernel combine = nullptr;
+  std::unique_ptr<ScalarEvaluator> ev;
+  if (std::optional<hlo::HloOpcode> simple = hlo::MatchReducer(instr.to_apply());
+      n == 1 && simple.has_value()) {
+    ASSIGN_OR_RETURN(combine, GetBinaryKernel(*simple, types[0]));
+  } else {
+    ASSIGN_OR_RETURN(ev, ScalarEvaluator::Create(instr.to_apply()));
+  }
+  const int threads =
+      out_count * window_count >= kMinParallelWork ? std::max(1, num_threads) : 1;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::vector<int64_t>> coords(rank);
+    std::vector<int64_t> idx(rank), pick(rank);
+    std::vector<uint64_t> args(2 * n), acc(n), results(n);
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < out_count; ++o) {
+      // Output multi-index, then each dimension's window coordinates.
+      bool empty = false;
+      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+        idx[d] = rest % out_shape.dimensions(d);
+        rest /= out_shape.dimensions(d);
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        WindowCoordinates(window[d], in_shape.dimensions(d), idx[d], &coords[d]);
+        empty |= coords[d].empty();
+      }
+      acc = init_values;
+      if (!empty) {
+        std::fill(pick.begin(), pick.end(), 0);
+        while (true) {
+          int64_t offset = 0;
+          for (int64_t d = 0; d < rank; ++d) offset += coords[d][pick[d]] * in_strides[d];
+          if (combine != nullptr) {
+            uint64_t v = 0;
+            loads[0](static_cast<const uint8_t*>(inputs[0]) + offset * widths[0], 1, &v, 1);
+            combine(&acc[0], &v, &acc[0], 1);
+          } else {
+            for (int64_t i = 0; i < n; ++i) {
+              args[i] = acc[i];
+              args[n + i] = 0;
+              loads[i](static_cast<const uint8_t*>(inputs[i]) + offset * widths[i], 1,
+                       &args[n + i], 1);
+            }
+            ev->Eval(args, results.data());
+            acc = results;
+          }
+          int64_t d = rank - 1;
+          for (; d >= 0; --d) {
+            if (++pick[d] < static_cast<int64_t>(coords[d].size())) break;
+            pick[d] = 0;
+          }
+          if (d < 0) break;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        GetStoreKernel(types[i])(&acc[i], static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tpuoff::runtime

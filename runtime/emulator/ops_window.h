@@ -1,0 +1,26 @@
+// reduce-window on the host: every output element folds its window of the
+// (base-dilated, padded) inputs into the init values with the reducer.
+#ifndef TPUOFF_RUNTIME_OPS_WINDOW_H_
+#define TPUOFF_RUNTIME_OPS_WINDOW_H_
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "hlo/ir/instruction.h"
+
+namespace tpuoff::runtime {
+
+// Variadic reduce-window: inputs[i] and inits[i] (scalars) per input,
+// outs[i] per result leaf. Window positions in padding or base-dilation
+// holes contribute nothing (the accumulator starts at the init values), as
+// in XLA. Each output folds its window in row-major window order, so the
+// result does not depend on `num_threads` (outputs are split over threads).
+// UNIMPLEMENTED when the reducer is not a scalar computation the emulator
+// evaluates.
+absl::Status ReduceWindowKernel(const hlo::HloInstruction& instr,
+                                absl::Span<const void* const> inputs,
+                                absl::Span<const void* const> inits,
+                                absl::Span<void* const> outs, int num_threads);
+
+}  // namespace tpuoff::runtime
+
+#endif  // TPUOFF_RUNTIME_OPS_WINDOW_H_

@@ -1,0 +1,56 @@
+#include "tools/cli/cli_util.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
+
+namespace tpuoff::tools {
+
+std::string OneLine(absl::string_view message) {
+  std::string s(absl::StripTrailingAsciiWhitespace(message));
+  return absl::StrReplaceAll(s, {{"\r\n", "; "}, {"\n", "; "}, {"\r", "; "}});
+}
+
+int ReportFailure(absl::string_view command, const absl::Status& status) {
+  std::string msg = OneLine(status.message());
+  if (msg.empty()) msg = absl::StatusCodeToString(status.code());
+  std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
+  std::fflush(stderr);
+  return kExitFailure;
+}
+
+int ReportFailureDetailed(absl::string_view command,
+                          const absl::Status& status) {
+  std::string msg(absl::StripTrailingAsciiWhitespace(status.message()));
+  std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
+  std::fflush(stderr);
+  return kExitFailure;
+}
+
+int ReportUsageError(absl::string_view command, absl::string_view message) {
+  std::string msg = OneLine(message);
+  // Flag-parser messages already start with the command name.
+  if (!absl::StartsWith(msg, command)) msg = absl::StrCat(command, ": ", msg);
+  std::fprintf(stderr, "%s (run '%s --help' for usage)\n", msg.c_str(),
+               std::string(command).c_str());
+  std::fflush(stderr);
+  return kExitUsage;
+}
+
+std::optional<int> ParseFlagsOrExit(FlagSet& flags, absl::string_view command,
+                                    const std::vector<std::string>& args) {
+  absl::Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::fputs(flags.Usage().c_str(), stdout);
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  if (!s.ok()) return ReportUsageError(command, s.message());
+  return std::nullopt;
+}
+
+}  // namespace tpuoff::tools

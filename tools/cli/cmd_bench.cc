@@ -1,0 +1,425 @@
+// `tpuoff bench`: the emulator against XLA:CPU and the physical references,
+// in one run. See bench_cases.h for what is measured and bench_floor.h for
+// the references.
+#include <omp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "runtime/device/device.h"
+#include "runtime/cpu/host_memory.h"
+#include "runtime/cpu/simd_math.h"
+#include "tools/cli/bench_cases.h"
+#include "tools/cli/bench_floor.h"
+#include "tools/cli/cli_util.h"
+#include "tools/io/file_util.h"
+#include "tools/cli/subcommands.h"
+
+namespace tpuoff::tools {
+namespace {
+
+constexpr absl::string_view kCmd = "tpuoff bench";
+const char* const kAllCases[] = {"grpo_tiled", "grpo_reference", "entropy_tiled",
+                                 "grpo_tiled_vocab", "grpo_fused_linear"};
+
+struct BenchFlags {
+  bool quick = false;
+  int64_t reps = 3;
+  int64_t warmup = 1;
+  int64_t batch = 1;
+  int64_t seq = 4096;
+  int64_t vocab = 151936;
+  int64_t block_size = 2048;
+  int64_t mesh = 8;
+  int64_t threads = 0;
+  std::string dtypes = "bf16,f32";
+  std::string cases = "grpo_tiled,grpo_reference,entropy_tiled,grpo_tiled_vocab,grpo_fused_linear";
+  // grpo_fused_linear: its own T (four [T,H]x[H,V] matmuls per run: at the
+  // seed T=4096 one run takes minutes on two cores) and H.
+  int64_t fused_seq = 512;
+  int64_t hidden = 1536;
+  std::string xla_python;
+  std::string xla_script;
+  bool no_jax = false;
+  bool no_floor = false;
+  std::string json;
+  std::string work_dir;
+  bool keep_work = false;
+  int64_t bandwidth_mib = 1024;
+};
+
+std::string CpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string LoadAverage() {
+  double l[3] = {0, 0, 0};
+  if (getloadavg(l, 3) != 3) return "n/a";
+  return absl::StrFormat("%.2f %.2f %.2f", l[0], l[1], l[2]);
+}
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
+  return buf;
+}
+
+// tools/xla_check/bench_xla.py next to the build directory holding this
+// binary (build-*/tpuoff -> ../tools/xla_check), or "" when not found.
+std::string DefaultXlaScript() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (std::filesystem::path dir = exe.parent_path(); !dir.empty() && dir != dir.parent_path();
+       dir = dir.parent_path()) {
+    const std::filesystem::path p = dir / "tools" / "xla_check" / "bench_xla.py";
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+std::string SecondsText(double s) {
+  if (s >= 10) return absl::StrFormat("%.1f s", s);
+  if (s >= 0.1) return absl::StrFormat("%.3f s", s);
+  return absl::StrFormat("%.3g ms", s * 1e3);
+}
+
+std::string Seconds(const Timing& t) {
+  if (!t.error.empty()) return "error";
+  if (!t.median) return "-";
+  return SecondsText(*t.median);
+}
+
+std::string Ratio(const std::optional<double>& a, const std::optional<double>& b) {
+  if (!a || !b || *b <= 0) return "-";
+  return absl::StrFormat("%.2f", *a / *b);
+}
+
+std::string Gib(int64_t bytes) { return runtime::HumanBytes(bytes); }
+
+std::string Table(const std::vector<CaseResult>& results) {
+  std::string out =
+      "| case | dtype | emulator | XLA:CPU | jax.jit | floor | bound | emu/XLA | emu/floor "
+      "| emu/bound | host RSS peak | HBM peak | floor check |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const CaseResult& r : results) {
+    std::string check = "-";
+    if (r.floor_check) {
+      check = *r.floor_check <= 1 ? "ok" : absl::StrFormat("MISMATCH %.3g", *r.floor_check);
+    }
+    absl::StrAppend(&out, "| ", r.bench.name, " | ", r.dtype, " | ", Seconds(r.emulator), " | ",
+                    Seconds(r.xla), " | ", Seconds(r.jax), " | ", Seconds(r.floor), " | ",
+                    r.bound_seconds > 0 ? SecondsText(r.bound_seconds) : "-", " | ",
+                    Ratio(r.emulator.median, r.xla.median), " | ",
+                    Ratio(r.emulator.median, r.floor.median), " | ",
+                    Ratio(r.emulator.median, r.bound_seconds), " | ", Gib(r.rss_peak_bytes),
+                    " | ", Gib(r.hbm_peak_bytes), " | ", check, " |\n");
+  }
+  return out;
+}
+
+std::string JsonTiming(const Timing& t) {
+  std::string samples;
+  for (double s : t.samples) absl::StrAppend(&samples, samples.empty() ? "" : ", ", s);
+  return absl::StrCat(
+      "{\"median_s\": ", t.median ? absl::StrCat(*t.median) : "null", ", \"samples_s\": [",
+      samples, "], \"cpu_median_s\": ", t.cpu_median ? absl::StrCat(*t.cpu_median) : "null",
+      ", \"compile_s\": ", t.compile_seconds ? absl::StrCat(*t.compile_seconds) : "null",
+      ", \"peak_rss_bytes\": ", t.peak_rss_bytes, ", \"error\": \"",
+      absl::StrReplaceAll(t.error, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", " "}}), "\"}");
+}
+
+std::string Json(const std::vector<CaseResult>& results, const std::string& header) {
+  std::string out = absl::StrCat("{\"header\": \"",
+                                 absl::StrReplaceAll(header, {{"\n", "\\n"}, {"\"", "'"}}),
+                                 "\", \"cases\": [\n");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CaseResult& r = results[i];
+    absl::StrAppend(&out, "  {\"case\": \"", r.bench.name, "\", \"dtype\": \"", r.dtype,
+                    "\", \"emulator\": ", JsonTiming(r.emulator), ", \"xla\": ",
+                    JsonTiming(r.xla), ", \"jax\": ", JsonTiming(r.jax), ", \"floor\": ",
+                    JsonTiming(r.floor), ", \"bound_s\": ", r.bound_seconds,
+                    ", \"host_io_s\": ", r.host_io_seconds,
+                    ", \"host_rss_peak_bytes\": ", r.rss_peak_bytes,
+                    ", \"hbm_peak_bytes\": ", r.hbm_peak_bytes, ", \"floor_check\": ",
+                    r.floor_check ? absl::StrCat(*r.floor_check) : "null", "}",
+                    i + 1 < results.size() ? ",\n" : "\n");
+  }
+  return out + "]}\n";
+}
+
+BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string& dtype) {
+  BenchCase c;
+  c.kernel.batch = f.batch;
+  c.kernel.seq = f.seq;
+  c.kernel.vocab = f.vocab;
+  c.kernel.block_size = f.block_size;
+  c.kernel.logits_dtype = dtype;
+  c.kernel.mode = "fwd_bwd";
+  c.kernel.kernel = id;
+  if (id == "entropy_tiled") c.kernel.mode = "fwd";
+  if (id == "grpo_tiled_vocab") {
+    c.kernel.kernel = "grpo_tiled";
+    c.shard.shard = "vocab";
+    c.shard.mesh = f.mesh;
+  }
+  c.name = absl::StrCat(c.kernel.kernel, " ", c.kernel.mode);
+  if (c.shard.shard != "none") absl::StrAppend(&c.name, " ", c.shard.shard, "/", c.shard.mesh);
+  if (id == "grpo_fused_linear") {
+    c.kernel.seq = f.fused_seq;
+    c.kernel.hidden = f.hidden;
+    absl::StrAppend(&c.name, " T=", f.fused_seq, " H=", f.hidden);
+  }
+  return c;
+}
+
+}  // namespace
+
+int BenchMain(const std::vector<std::string>& args) {
+  BenchFlags f;
+  if (const char* py = std::getenv("TPUOFF_XLA_PYTHON")) f.xla_python = py;
+  FlagSet flags(
+      std::string(kCmd), "[flags]",
+      "Times the host emulator on the GRPO/entropy kernels (grpo_tiled and\n"
+      "grpo_reference fwd_bwd, entropy_tiled, grpo_tiled vocab-sharded over\n"
+      "--mesh devices) at B=1 T=4096 V=151936 in bf16 and f32, and the fused\n"
+      "LM-head kernel (grpo_fused_linear fwd_bwd at T=--fused-seq, H=--hidden),\n"
+      "next to, in the same run and on the same inputs:\n"
+      "  XLA:CPU compiling and running the same emitted module and jax.jit of the\n"
+      "    JAX-written reference math (for the fused kernel: the unfused matmul +\n"
+      "    loss) (tools/xla_check/bench_xla.py with the pinned jaxlib; needs\n"
+      "    --xla-python or $TPUOFF_XLA_PYTHON, e.g. the path\n"
+      "    tools/xla_check/setup_venv.sh prints), after the emulator's side has\n"
+      "    released its memory, one Python process per side;\n"
+      "  a hand-fused C++ floor: one streaming forward and one backward pass with\n"
+      "    vectorised exp (tools/lib/bench_floor.cc), checked against the\n"
+      "    emulator's outputs;\n"
+      "  the bandwidth bound: logits read in the forward and again in the\n"
+      "    backward, dlogits written, at this machine's measured bandwidth.\n"
+      "Prints a markdown table of medians (after --warmup runs) and the ratios\n"
+      "emulator/XLA, emulator/floor, emulator/bound, with the host RSS peak next\n"
+      "to the simulated HBM peak. A sharded case times the devices' programs and\n"
+      "collectives on per-device arrays (as XLA's execute_sharded is timed); the\n"
+      "host's split of the global inputs and assembly of the global outputs is\n"
+      "reported under the table. --quick: a small shape and 2 repetitions (CI).\n"
+      "Exit codes: 0 ok, 1 a run failed or the floor disagrees with the\n"
+      "emulator, 2 usage error.");
+  flags.AddBool("quick", &f.quick,
+                "small shape (B=1 T=64 V=8192; fused T=64 H=64), 2 reps: a smoke run");
+  flags.AddInt64("reps", &f.reps, "timed repetitions (median)");
+  flags.AddInt64("warmup", &f.warmup, "untimed runs first");
+  flags.AddInt64("batch", &f.batch, "B");
+  flags.AddInt64("seq", &f.seq, "T");
+  flags.AddInt64("vocab", &f.vocab, "V");
+  flags.AddInt64("block-size", &f.block_size, "vocab tile of the tiled kernels");
+  flags.AddInt64("fused-seq", &f.fused_seq, "T of the grpo_fused_linear case");
+  flags.AddInt64("hidden", &f.hidden, "H of the grpo_fused_linear case");
+  flags.AddInt64("mesh", &f.mesh, "devices of the vocab-sharded case");
+  flags.AddInt64("threads", &f.threads, "host threads of emulator and floor (0 = all)");
+  flags.AddString("dtypes", &f.dtypes, "comma-separated logits dtypes (bf16, f32)", "LIST");
+  flags.AddString("cases", &f.cases,
+                  "comma-separated: grpo_tiled, grpo_reference, entropy_tiled, "
+                  "grpo_tiled_vocab, grpo_fused_linear",
+                  "LIST");
+  flags.AddString("xla-python", &f.xla_python,
+                  "python of the pinned jax venv (default $TPUOFF_XLA_PYTHON; empty: "
+                  "no XLA/JAX columns)",
+                  "PATH");
+  flags.AddString("xla-script", &f.xla_script,
+                  "bench_xla.py (default: found from the binary's location)", "PATH");
+  flags.AddBool("no-jax", &f.no_jax, "skip jax.jit of the reference math");
+  flags.AddBool("no-floor", &f.no_floor, "skip the hand-fused floor");
+  flags.AddString("json", &f.json, "also write the results as JSON here", "FILE");
+  flags.AddString("work-dir", &f.work_dir,
+                  "scratch for the XLA side's modules and inputs (default: a new "
+                  "/tmp/tpuoff-bench-* removed at exit)",
+                  "DIR");
+  flags.AddBool("keep-work", &f.keep_work, "keep the scratch directory");
+  flags.AddInt64("bandwidth-mib", &f.bandwidth_mib, "buffer of the bandwidth measurement");
+  if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
+
+  if (f.quick) {
+    if (!flags.WasSet("seq")) f.seq = 64;
+    if (!flags.WasSet("vocab")) f.vocab = 8192;
+    if (!flags.WasSet("fused-seq")) f.fused_seq = 64;
+    if (!flags.WasSet("hidden")) f.hidden = 64;
+    if (!flags.WasSet("reps")) f.reps = 2;
+    if (!flags.WasSet("bandwidth-mib")) f.bandwidth_mib = 64;
+  }
+  if (f.reps < 1 || f.reps > 1000 || f.warmup < 0 || f.warmup > 100) {
+    return ReportUsageError(kCmd, "--reps must be in [1, 1000] and --warmup in [0, 100]");
+  }
+  if (f.batch < 1 || f.seq < 1 || f.vocab < 1 || f.block_size < 1 || f.mesh < 1 ||
+      f.fused_seq < 1 || f.hidden < 1 || f.threads < 0 || f.bandwidth_mib < 1) {
+    return ReportUsageError(kCmd, "--batch, --seq, --vocab, --block-size, --mesh, --fused-seq, "
+                                  "--hidden and --bandwidth-mib must be >= 1, --threads >= 0");
+  }
+  std::vector<std::string> dtypes = absl::StrSplit(f.dtypes, ',', absl::SkipEmpty());
+  std::vector<std::string> case_ids = absl::StrSplit(f.cases, ',', absl::SkipEmpty());
+  for (const std::string& d : dtypes) {
+    if (d != "bf16" && d != "f32") {
+      return ReportUsageError(kCmd, absl::StrCat("--dtypes: unknown dtype '", d, "'"));
+    }
+  }
+  for (const std::string& c : case_ids) {
+    if (std::find(std::begin(kAllCases), std::end(kAllCases), c) == std::end(kAllCases)) {
+      return ReportUsageError(kCmd, absl::StrCat("--cases: unknown case '", c, "'"));
+    }
+  }
+  if (dtypes.empty() || case_ids.empty()) {
+    return ReportUsageError(kCmd, "--dtypes and --cases must name at least one");
+  }
+
+  BenchSettings s;
+  s.reps = static_cast<int>(f.reps);
+  s.warmup = static_cast<int>(f.warmup);
+  s.num_threads = static_cast<int>(f.threads);
+  s.xla_python = f.xla_python;
+  s.xla_script = f.xla_script.empty() ? DefaultXlaScript() : f.xla_script;
+  s.with_jax = !f.no_jax;
+  s.with_floor = !f.no_floor;
+  if (!s.xla_python.empty() && s.xla_script.empty()) {
+    return ReportUsageError(kCmd, "cannot find tools/xla_check/bench_xla.py: give --xla-script");
+  }
+  bool own_work_dir = false;
+  if (!s.xla_python.empty()) {
+    if (f.work_dir.empty()) {
+      char tmpl[] = "/tmp/tpuoff-bench-XXXXXX";
+      if (mkdtemp(tmpl) == nullptr) {
+        return ReportFailure(kCmd, absl::InternalError("cannot create a scratch directory"));
+      }
+      f.work_dir = tmpl;
+      own_work_dir = !f.keep_work;
+    }
+    s.work_dir = f.work_dir;
+  }
+
+  const int threads = f.threads > 0 ? static_cast<int>(f.threads) : omp_get_max_threads();
+  const std::string load_before = LoadAverage();
+  const Bandwidth bw = MeasureBandwidth(f.bandwidth_mib << 20, static_cast<int>(f.threads), 5);
+  std::string header = absl::StrFormat(
+      "tpuoff bench, %s; %s, %u cores (%s), %d threads; load average %s before\n"
+      "shape B=%d T=%d V=%d, block %d; median of %d after %d warm-up; streaming "
+      "bandwidth read %.1f GB/s, write %.1f GB/s\n",
+      UtcNow(), CpuModel(), std::thread::hardware_concurrency(),
+      runtime::simd::VectorIsaName(), threads, load_before, f.batch, f.seq, f.vocab,
+      f.block_size, f.reps, f.warmup, bw.read_bytes_per_s / 1e9, bw.write_bytes_per_s / 1e9);
+  std::fputs(header.c_str(), stdout);
+  std::fflush(stdout);
+
+  std::vector<CaseResult> results;
+  bool failed = false;
+  auto report = [&](const CaseResult& r, const Timing& t, const char* side) {
+    if (t.error.empty()) return;
+    std::fprintf(stderr, "%s: %s %s: %s: %s\n", std::string(kCmd).c_str(), r.bench.name.c_str(),
+                 r.dtype.c_str(), side, t.error.c_str());
+  };
+  // Cases sharing inputs: the logits kernels, then the fused kernel.
+  std::vector<std::vector<std::string>> groups(2);
+  for (const std::string& id : case_ids) groups[id == "grpo_fused_linear"].push_back(id);
+  for (const std::string& dtype : dtypes) {
+    for (const std::vector<std::string>& group : groups) {
+      if (group.empty()) continue;
+      std::vector<std::string> names;
+      absl::StatusOr<std::vector<hlo::Literal>> inputs =
+          MakeBenchInputs(MakeCase(group.front(), f, dtype).kernel, &names);
+      if (!inputs.ok()) return ReportFailure(kCmd, inputs.status());
+      std::string xla_inputs;
+      if (!s.xla_python.empty()) {
+        xla_inputs = absl::StrCat(s.work_dir, "/inputs_", dtype, "_", group.front());
+        if (absl::Status st = WriteXlaInputs(xla_inputs, *inputs, names); !st.ok()) {
+          return ReportFailure(kCmd, st);
+        }
+      }
+      const size_t first = results.size();
+      for (const std::string& id : group) {
+        const BenchCase c = MakeCase(id, f, dtype);
+        absl::StatusOr<CaseResult> r =
+            RunBenchCase(c, dtype, *inputs, names, bw, s, xla_inputs);
+        if (!r.ok()) {
+          std::fprintf(stderr, "%s: %s %s: %s\n", std::string(kCmd).c_str(), c.name.c_str(),
+                       dtype.c_str(), OneLine(r.status().message()).c_str());
+          failed = true;
+          continue;
+        }
+        report(*r, r->floor, "floor");
+        if (r->floor_check && !(*r->floor_check <= 1)) failed = true;
+        std::string floor_text = "no floor for this case";
+        if (r->floor.cpu_median) {
+          floor_text = absl::StrFormat("floor %s (CPU %.3f s)", Seconds(r->floor),
+                                       *r->floor.cpu_median);
+        }
+        std::fprintf(stderr, "%s: %s %s: emulator %s (CPU %.3f s), %s\n",
+                     std::string(kCmd).c_str(), c.name.c_str(), dtype.c_str(),
+                     Seconds(r->emulator).c_str(), r->emulator.cpu_median.value_or(0),
+                     floor_text.c_str());
+        results.push_back(*std::move(r));
+      }
+      // The XLA side gets the machine's memory to itself: the inputs are on
+      // disk, the emulator's cached buffers go back to the system.
+      inputs->clear();
+      runtime::ReleaseHostCache();
+      for (size_t i = first; i < results.size(); ++i) {
+        CaseResult& r = results[i];
+        RunXlaSide(s, &r);
+        report(r, r.xla, "XLA:CPU");
+        report(r, r.jax, "jax.jit");
+        if (!r.xla_case_dir.empty()) {
+          std::fprintf(stderr, "%s: %s %s: XLA:CPU %s, jax.jit %s\n",
+                       std::string(kCmd).c_str(), r.bench.name.c_str(), dtype.c_str(),
+                       Seconds(r.xla).c_str(), Seconds(r.jax).c_str());
+        }
+      }
+      if (!xla_inputs.empty() && !f.keep_work) {
+        std::error_code ec;
+        std::filesystem::remove_all(xla_inputs, ec);
+      }
+    }
+  }
+  absl::StrAppend(&header, "load average ", LoadAverage(), " after\n");
+  std::string table = Table(results);
+  for (const CaseResult& r : results) {
+    if (r.host_io_seconds <= 0) continue;
+    absl::StrAppend(&table, "\n", r.bench.name, " ", r.dtype,
+                    ": devices' programs and collectives on per-device arrays; splitting the "
+                    "global inputs and assembling the global outputs on the host took ",
+                    SecondsText(r.host_io_seconds), " more (once, not in the median).");
+  }
+  std::printf("\n%s\nload average %s after\n", table.c_str(), LoadAverage().c_str());
+  if (!f.json.empty()) {
+    if (absl::Status st = WriteFileAtomically(f.json, Json(results, header)); !st.ok()) {
+      return ReportFailure(kCmd, st);
+    }
+  }
+  if (own_work_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(f.work_dir, ec);
+  } else if (!f.work_dir.empty()) {
+    std::fprintf(stderr, "%s: scratch kept in %s\n", std::string(kCmd).c_str(),
+                 f.work_dir.c_str());
+  }
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace tpuoff::tools

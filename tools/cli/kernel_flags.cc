@@ -1,0 +1,156 @@
+#include "tools/cli/kernel_flags.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hlo/ir/status_macros.h"
+
+namespace tpuoff::tools {
+namespace {
+
+// Every kernel flag except --kernel itself (they only apply with --kernel).
+const std::vector<std::string>& DependentFlags() {
+  static const auto* names = new std::vector<std::string>{
+      "mode",        "batch",           "seq",         "vocab",
+      "logits-dtype", "eps-low",        "eps-high",    "temperature",
+      "temperature-mode", "beta",       "delta",       "loss-type",
+      "max-len",     "token-count-input", "on-policy", "block-size",
+      "hidden",      "token-chunk"};
+  return *names;
+}
+
+}  // namespace
+
+void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
+  flags.AddEnum("kernel", &out->kernel,
+                {"grpo_reference", "grpo_tiled", "entropy_reference",
+                 "entropy_tiled", "grpo_fused_linear"},
+                "generate this kernel instead of reading MODULE_FILE");
+  flags.AddEnum("mode", &out->mode, {"fwd", "bwd", "fwd_bwd"},
+                "kernel: forward, backward (takes lse/logp) or value-and-grad");
+  flags.AddInt64("batch", &out->batch, "kernel: batch size B");
+  flags.AddInt64("seq", &out->seq, "kernel: sequence length T");
+  flags.AddInt64("vocab", &out->vocab, "kernel: vocabulary size V");
+  flags.AddEnum("logits-dtype", &out->logits_dtype, {"f32", "bf16"},
+                "kernel: element type of logits (and dlogits)");
+  flags.AddDouble("eps-low", &out->eps_low, "kernel: lower clip epsilon");
+  flags.AddDouble("eps-high", &out->eps_high, "kernel: upper clip epsilon");
+  flags.AddDouble("temperature", &out->temperature,
+                  "kernel: sampling temperature tau (> 0)");
+  flags.AddEnum("temperature-mode", &out->temperature_mode,
+                {"pre_softmax", "post_lse"},
+                "kernel: softmax(z/tau) or (z_y - lse(z))/tau");
+  flags.AddDouble("beta", &out->beta, "kernel: k3 KL weight (0 = no ref_logp)");
+  flags.AddOptionalDouble("delta", &out->delta,
+                          "kernel: upper clamp on the ratio");
+  flags.AddEnum("loss-type", &out->loss_type,
+                {"token_mean", "sequence_mean", "constant"},
+                "kernel: loss aggregation");
+  flags.AddOptionalInt64("max-len", &out->max_len,
+                         "kernel: normaliser of loss-type=constant (none = T)");
+  flags.AddBool("token-count-input", &out->token_count_input,
+                "kernel: take total_valid_tokens as a parameter");
+  flags.AddBool("on-policy", &out->on_policy,
+                "kernel: no old_logp parameter (ratio = 1)");
+  flags.AddInt64("block-size", &out->block_size,
+                 "kernel: vocab tile width of tiled kernels");
+  flags.AddInt64("hidden", &out->hidden,
+                 "grpo_fused_linear: hidden size H of hidden [B,T,H] and lm_head [H,V]");
+  flags.AddOptionalInt64("token-chunk", &out->token_chunk,
+                         "grpo_fused_linear: tokens per matmul tile (none = B*T)");
+}
+
+absl::Status CheckKernelFlagUsage(const FlagSet& flags,
+                                  const KernelFlags& v) {
+  if (!flags.WasSet("kernel")) {
+    for (const std::string& name : DependentFlags()) {
+      if (flags.WasSet(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " only applies with --kernel=NAME"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  auto positive = [](const char* name, int64_t value) -> absl::Status {
+    if (value >= 1) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be >= 1, got ", value));
+  };
+  for (auto [name, value] : {std::pair{"batch", v.batch}, {"seq", v.seq},
+                             {"vocab", v.vocab}, {"block-size", v.block_size}}) {
+    if (absl::Status s = positive(name, value); !s.ok()) return s;
+  }
+  if (v.max_len.has_value()) {
+    if (absl::Status s = positive("max-len", *v.max_len); !s.ok()) return s;
+  }
+  if (v.kernel != "grpo_fused_linear") {
+    for (const char* name : {"hidden", "token-chunk"}) {
+      if (flags.WasSet(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, " only applies with --kernel=grpo_fused_linear"));
+      }
+    }
+  } else {
+    if (absl::Status s = positive("hidden", v.hidden); !s.ok()) return s;
+    if (v.token_chunk.has_value()) {
+      if (absl::Status s = positive("token-chunk", *v.token_chunk); !s.ok()) return s;
+    }
+    if (v.hidden > (int64_t{1} << 40) / v.vocab ||
+        v.hidden > (int64_t{1} << 40) / v.batch / v.seq) {
+      return absl::InvalidArgumentError(
+          "--hidden * --vocab or --batch * --seq * --hidden is too large (> 2^40 elements)");
+    }
+  }
+  // Guard the product so a typo cannot request an absurd logits tensor.
+  if (v.batch > (int64_t{1} << 40) / v.seq ||
+      v.batch * v.seq > (int64_t{1} << 40) / v.vocab) {
+    return absl::InvalidArgumentError(
+        "--batch * --seq * --vocab is too large (> 2^40 elements)");
+  }
+  return KernelSpecFromFlags(v).status();
+}
+
+absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
+  kernels::KernelSpec spec;
+  ASSIGN_OR_RETURN(spec.kind, kernels::ParseKernelKind(f.kernel));
+  ASSIGN_OR_RETURN(spec.mode, kernels::ParseKernelMode(f.mode));
+  if (kernels::IsEntropyKernel(spec.kind) && spec.mode != kernels::KernelMode::kFwd) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kernel=", f.kernel, " has only --mode=fwd, got --mode=", f.mode));
+  }
+  kernels::GrpoConfig& c = spec.config;
+  c.batch = f.batch;
+  c.seq = f.seq;
+  c.vocab = f.vocab;
+  c.logits_type = f.logits_dtype == "bf16" ? hlo::PrimitiveType::kBF16
+                                           : hlo::PrimitiveType::kF32;
+  c.eps_low = f.eps_low;
+  c.eps_high = f.eps_high;
+  c.temperature = f.temperature;
+  ASSIGN_OR_RETURN(c.temperature_mode,
+                   kernels::ParseTemperatureMode(f.temperature_mode));
+  c.beta = f.beta;
+  c.delta = f.delta;
+  ASSIGN_OR_RETURN(c.loss_type, kernels::ParseLossType(f.loss_type));
+  c.max_len = f.max_len;
+  c.token_count_input = f.token_count_input;
+  c.on_policy = f.on_policy;
+  c.block_size = f.block_size;
+  if (spec.kind == kernels::KernelKind::kGrpoFusedLinear) {
+    c.hidden = f.hidden;
+    c.token_chunk = f.token_chunk;
+  }
+  if (absl::Status s = kernels::ValidateGrpoConfig(c); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid kernel flags: ", s.message()));
+  }
+  return spec;
+}
+
+absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildKernelModule(
+    const KernelFlags& flags) {
+  ASSIGN_OR_RETURN(kernels::KernelSpec spec, KernelSpecFromFlags(flags));
+  return kernels::BuildKernel(spec);
+}
+
+}  // namespace tpuoff::tools

@@ -1,0 +1,62 @@
+// The kernel-generation flags shared by dump/run/compare/memory/bench:
+// `--kernel=... --mode=... --batch --seq --vocab ...` -> a kernel module.
+#ifndef TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_
+#define TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hlo/ir/module.h"
+#include "kernels/build_kernel.h"
+#include "tools/cli/flags.h"
+
+namespace tpuoff::tools {
+
+// Raw flag values; defaults follow GRPO_SPEC.md.
+struct KernelFlags {
+  std::string kernel;  // grpo_reference|grpo_tiled|entropy_*|grpo_fused_linear
+  std::string mode = "fwd";        // fwd|bwd|fwd_bwd
+  int64_t batch = 2;               // B
+  int64_t seq = 16;                // T
+  int64_t vocab = 151936;          // V (Qwen2.5)
+  std::string logits_dtype = "f32";  // f32|bf16
+  double eps_low = 0.2;
+  double eps_high = 0.2;
+  double temperature = 1.0;
+  std::string temperature_mode = "pre_softmax";  // pre_softmax|post_lse
+  double beta = 0.0;
+  std::optional<double> delta;     // unset: no upper clamp on the ratio
+  std::string loss_type = "token_mean";  // token_mean|sequence_mean|constant
+  std::optional<int64_t> max_len;  // for constant; unset: T
+  bool token_count_input = false;  // total_valid_tokens is a parameter
+  bool on_policy = false;          // no old_logp parameter
+  int64_t block_size = 2048;       // vocab tile width
+  // grpo_fused_linear only: hidden size H (Qwen2.5-1.5B) and token chunk.
+  int64_t hidden = 1536;
+  std::optional<int64_t> token_chunk;  // unset: all B*T tokens per tile
+};
+
+// Adds --kernel, --mode, --batch, ... bound to `out`.
+void RegisterKernelFlags(FlagSet& flags, KernelFlags* out);
+
+// Usage checks after parsing: kernel flags other than --kernel need
+// --kernel; values must be in range (B,T,V,block >= 1, temperature > 0, ...).
+// INVALID_ARGUMENT naming the flag (the CLI exits 2).
+absl::Status CheckKernelFlagUsage(const FlagSet& flags,
+                                  const KernelFlags& values);
+
+// The kernel spec the flags describe; INVALID_ARGUMENT naming the flag when
+// the config is unusable (validated by kernels::ValidateGrpoConfig).
+absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& flags);
+
+// KernelSpecFromFlags + kernels::BuildKernel: the verified kernel module.
+absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildKernelModule(
+    const KernelFlags& flags);
+
+}  // namespace tpuoff::tools
+
+#endif  // TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_

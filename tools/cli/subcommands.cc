@@ -1,0 +1,77 @@
+#include "tools/cli/subcommands.h"
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tools/cli/cli_util.h"
+
+namespace tpuoff::tools {
+namespace {
+
+std::string TopLevelUsage() {
+  std::string out =
+      "usage: tpuoff SUBCOMMAND [args] [flags]\n"
+      "       tpuoff SUBCOMMAND --help\n\n"
+      "TPU-offload toolkit: HLO modules for GRPO-loss/entropy kernels, run on\n"
+      "a host emulator of TPU v6e devices.\n\nsubcommands:\n";
+  for (const Subcommand& c : AllSubcommands()) {
+    std::string name = c.name;
+    name.resize(std::max<size_t>(name.size() + 2, 10), ' ');
+    absl::StrAppend(&out, "  ", name, c.summary, "\n");
+  }
+  absl::StrAppend(&out,
+                  "\nexit codes: 0 success, 1 failure, 2 usage error\n");
+  return out;
+}
+
+}  // namespace
+
+absl::Span<const Subcommand> AllSubcommands() {
+#define TPUOFF_SUBCOMMAND_ENTRY(name, fn, summary) Subcommand{name, &fn, summary},
+  static const Subcommand kCommands[] = {
+      TPUOFF_SUBCOMMANDS(TPUOFF_SUBCOMMAND_ENTRY)};
+#undef TPUOFF_SUBCOMMAND_ENTRY
+  return kCommands;
+}
+
+const Subcommand* FindSubcommand(const std::string& name) {
+  for (const Subcommand& c : AllSubcommands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+int TpuoffMain(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(TopLevelUsage().c_str(), stderr);
+    return kExitUsage;
+  }
+  std::string first = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (first == "--help" || first == "-h" || first == "help") {
+    // `tpuoff help dump` == `tpuoff dump --help`.
+    if (first == "help" && !rest.empty()) {
+      if (const Subcommand* c = FindSubcommand(rest[0])) {
+        return c->main({"--help"});
+      }
+      return ReportUsageError("tpuoff", absl::StrCat("unknown subcommand '",
+                                                      rest[0], "'"));
+    }
+    std::fputs(TopLevelUsage().c_str(), stdout);
+    return kExitOk;
+  }
+  const Subcommand* command = FindSubcommand(first);
+  if (command == nullptr) {
+    std::string known;
+    for (const Subcommand& c : AllSubcommands()) {
+      absl::StrAppend(&known, known.empty() ? "" : ", ", c.name);
+    }
+    return ReportUsageError(
+        "tpuoff", absl::StrCat("unknown subcommand '", first,
+                               "' (expected one of: ", known, ")"));
+  }
+  return command->main(rest);
+}
+
+}  // namespace tpuoff::tools

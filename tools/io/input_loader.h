@@ -1,0 +1,28 @@
+// Reads a module's arguments from a directory of .npy files, one per entry
+// parameter, named <parameter name>.npy.
+#ifndef TPUOFF_TOOLS_LIB_INPUT_LOADER_H_
+#define TPUOFF_TOOLS_LIB_INPUT_LOADER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/ir/computation.h"
+#include "hlo/ir/literal.h"
+
+namespace tpuoff::tools {
+
+// "  logits: f32[2,16,8] (.npy float32 or float64, shape (2, 16, 8))" lines,
+// one per parameter of `entry`, each ending in '\n'.
+std::string ExpectedParametersText(const hlo::HloComputation& entry);
+
+// Loads DIR/<name>.npy for every parameter. On failure the error message
+// lists every problem found (missing file, wrong shape, unsupported dtype),
+// then "expected parameters:" and ExpectedParametersText(), over several
+// lines.
+absl::StatusOr<std::vector<hlo::Literal>> LoadInputsFromDirectory(
+    const hlo::HloComputation& entry, const std::string& dir);
+
+}  // namespace tpuoff::tools
+
+#endif  // TPUOFF_TOOLS_LIB_INPUT_LOADER_H_

@@ -1,0 +1,566 @@
+#include "tools/io/npy.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "hlo/ir/float16.h"
+#include "hlo/ir/status_macros.h"
+#include "tools/io/file_util.h"
+
+namespace tpuoff::tools {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              ".npy I/O assumes a little-endian host");
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+// Far above any real array; keeps products of dims from overflowing.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+using hlo::PrimitiveType;
+
+// A cursor over the header's Python dict literal.
+class HeaderParser {
+ public:
+  HeaderParser(absl::string_view text, absl::string_view filename)
+      : text_(text), filename_(filename) {}
+
+  absl::Status Error(absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        filename_, ": malformed .npy header: ", what, " at header offset ",
+        pos_, " in \"", absl::CEscape(text_.substr(0, 120)), "\""));
+  }
+  void SkipSpace() {
+    while (pos_ < text_.size() && absl::ascii_isspace(text_[pos_])) ++pos_;
+  }
+  bool Consume(char c) {
+    SkipSpace();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool Peek(char c) {
+    SkipSpace();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  bool AtEnd() {
+    SkipSpace();
+    return pos_ == text_.size();
+  }
+  absl::StatusOr<std::string> String() {
+    SkipSpace();
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) {
+      return Error("expected a quoted string");
+    }
+    char quote = text_[pos_++];
+    size_t end = text_.find(quote, pos_);
+    if (end == absl::string_view::npos) return Error("unterminated string");
+    std::string s(text_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return s;
+  }
+  absl::StatusOr<bool> Bool() {
+    SkipSpace();
+    for (auto [word, value] : {std::pair{"True", true}, {"False", false}}) {
+      if (text_.substr(pos_, std::strlen(word)) == word) {
+        pos_ += std::strlen(word);
+        return value;
+      }
+    }
+    return Error("expected True or False");
+  }
+  absl::StatusOr<int64_t> Dim() {
+    SkipSpace();
+    int64_t v = 0;
+    size_t start = pos_;
+    while (pos_ < text_.size() && absl::ascii_isdigit(text_[pos_])) {
+      v = v * 10 + (text_[pos_++] - '0');
+      if (v > kMaxDim) return Error("dimension too large");
+    }
+    if (pos_ == start) return Error("expected a non-negative integer");
+    // Python 2 era writers append 'L' to longs.
+    if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;
+    return v;
+  }
+  absl::StatusOr<std::vector<int64_t>> Tuple() {
+    if (!Consume('(')) return Error("expected '(' to start the shape");
+    std::vector<int64_t> dims;
+    while (!Consume(')')) {
+      if (dims.size() >= 64) return Error("too many dimensions");
+      ASSIGN_OR_RETURN(int64_t d, Dim());
+      dims.push_back(d);
+      if (!Consume(',') && !Peek(')')) return Error("expected ',' or ')'");
+    }
+    return dims;
+  }
+
+ private:
+  absl::string_view text_;
+  absl::string_view filename_;
+  size_t pos_ = 0;
+};
+
+absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr,
+                                    absl::string_view filename) {
+  auto unsupported = [&](absl::string_view why) {
+    return absl::UnimplementedError(absl::StrCat(
+        filename, ": unsupported .npy dtype '", descr, "' (", why,
+        "); supported: float32, float64, int32, int64, bool, uint8, "
+        "little-endian"));
+  };
+  if (descr.size() < 2) return unsupported("unknown dtype");
+  const char order = descr[0];
+  const std::string code = descr.substr(1);
+  if (code[0] == 'O') return unsupported("object arrays cannot be read");
+  if (order != '<' && order != '>' && order != '|' && order != '=') {
+    return unsupported("unknown byte order");
+  }
+  if (code == "b1") return NpyDtype::kBool;
+  if (code == "u1") return NpyDtype::kUint8;
+  NpyDtype dtype;
+  if (code == "i4") {
+    dtype = NpyDtype::kInt32;
+  } else if (code == "i8") {
+    dtype = NpyDtype::kInt64;
+  } else if (code == "f4") {
+    dtype = NpyDtype::kFloat32;
+  } else if (code == "f8") {
+    dtype = NpyDtype::kFloat64;
+  } else {
+    return unsupported("dtype not supported");
+  }
+  if (order == '>') return unsupported("big-endian data");
+  if (order == '|') return unsupported("multi-byte type without byte order");
+  return dtype;
+}
+
+std::string ShapeTuple(const std::vector<int64_t>& dims) {
+  if (dims.size() == 1) return absl::StrCat("(", dims[0], ",)");
+  return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
+}
+
+template <typename T>
+T LoadAt(const char* base, int64_t i) {
+  T v;
+  std::memcpy(&v, base + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T>
+void StoreAt(uint8_t* base, int64_t i, T v) {
+  std::memcpy(base + i * sizeof(T), &v, sizeof(T));
+}
+
+double LoadFloat(NpyDtype dtype, const char* base, int64_t i) {
+  return dtype == NpyDtype::kFloat32 ? LoadAt<float>(base, i)
+                                     : LoadAt<double>(base, i);
+}
+
+int64_t LoadInt(NpyDtype dtype, const char* base, int64_t i) {
+  switch (dtype) {
+    case NpyDtype::kInt32:
+      return LoadAt<int32_t>(base, i);
+    case NpyDtype::kInt64:
+      return LoadAt<int64_t>(base, i);
+    default:
+      return LoadAt<uint8_t>(base, i);
+  }
+}
+
+bool IsFloatDtype(NpyDtype d) {
+  return d == NpyDtype::kFloat32 || d == NpyDtype::kFloat64;
+}
+bool IsIntDtype(NpyDtype d) {
+  return d == NpyDtype::kInt32 || d == NpyDtype::kInt64 ||
+         d == NpyDtype::kUint8;
+}
+
+// Inclusive value range of an integer element type, clipped to int64 (every
+// source value is an int64, so u64's upper half cannot occur).
+std::pair<int64_t, int64_t> IntRange(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kS8:
+      return {INT8_MIN, INT8_MAX};
+    case PrimitiveType::kS16:
+      return {INT16_MIN, INT16_MAX};
+    case PrimitiveType::kS32:
+      return {INT32_MIN, INT32_MAX};
+    case PrimitiveType::kU8:
+      return {0, UINT8_MAX};
+    case PrimitiveType::kU16:
+      return {0, UINT16_MAX};
+    case PrimitiveType::kU32:
+      return {0, UINT32_MAX};
+    case PrimitiveType::kU64:
+      return {0, std::numeric_limits<int64_t>::max()};
+    default:
+      return {std::numeric_limits<int64_t>::min(),
+              std::numeric_limits<int64_t>::max()};
+  }
+}
+
+void StoreInt(PrimitiveType t, uint8_t* base, int64_t i, int64_t v) {
+  switch (ByteWidth(t)) {
+    case 1:
+      StoreAt<uint8_t>(base, i, static_cast<uint8_t>(v));
+      break;
+    case 2:
+      StoreAt<uint16_t>(base, i, static_cast<uint16_t>(v));
+      break;
+    case 4:
+      StoreAt<uint32_t>(base, i, static_cast<uint32_t>(v));
+      break;
+    default:
+      StoreAt<uint64_t>(base, i, static_cast<uint64_t>(v));
+      break;
+  }
+}
+
+}  // namespace
+
+absl::string_view NpyDtypeName(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::kBool:
+      return "bool";
+    case NpyDtype::kUint8:
+      return "uint8";
+    case NpyDtype::kInt32:
+      return "int32";
+    case NpyDtype::kInt64:
+      return "int64";
+    case NpyDtype::kFloat32:
+      return "float32";
+    case NpyDtype::kFloat64:
+      return "float64";
+  }
+  return "?";
+}
+
+int64_t NpyItemSize(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::kBool:
+    case NpyDtype::kUint8:
+      return 1;
+    case NpyDtype::kInt32:
+    case NpyDtype::kFloat32:
+      return 4;
+    case NpyDtype::kInt64:
+    case NpyDtype::kFloat64:
+      return 8;
+  }
+  return 1;
+}
+
+int64_t NpyArray::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_) n *= d;
+  return n;
+}
+
+std::string NpyArray::ShapeString() const { return ShapeTuple(shape_); }
+
+absl::StatusOr<NpyArray> ParseNpy(std::string bytes,
+                                  absl::string_view filename) {
+  auto malformed = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": not a valid .npy file: ", what));
+  };
+  if (bytes.size() < kMagicLen + 2 ||
+      std::memcmp(bytes.data(), kMagic, kMagicLen) != 0) {
+    return malformed("missing the \\x93NUMPY magic");
+  }
+  const int major = static_cast<uint8_t>(bytes[6]);
+  const int minor = static_cast<uint8_t>(bytes[7]);
+  size_t len_bytes;
+  if (major == 1) {
+    len_bytes = 2;
+  } else if (major == 2 || major == 3) {
+    len_bytes = 4;
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        filename, ": unsupported .npy format version ", major, ".", minor,
+        " (supported: 1.0, 2.0, 3.0)"));
+  }
+  const size_t prefix = kMagicLen + 2 + len_bytes;
+  if (bytes.size() < prefix) return malformed("truncated header length");
+  uint64_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i) {
+    header_len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[8 + i]))
+                  << (8 * i);
+  }
+  if (header_len > bytes.size() - prefix) {
+    return malformed(absl::StrCat("header claims ", header_len,
+                                  " bytes but the file has only ",
+                                  bytes.size() - prefix, " after the prefix"));
+  }
+  absl::string_view header = absl::string_view(bytes).substr(prefix, header_len);
+
+  HeaderParser p(header, filename);
+  if (!p.Consume('{')) return p.Error("expected '{'");
+  std::optional<std::string> descr;
+  std::optional<bool> fortran;
+  std::optional<std::vector<int64_t>> shape;
+  while (!p.Consume('}')) {
+    ASSIGN_OR_RETURN(std::string key, p.String());
+    if (!p.Consume(':')) return p.Error("expected ':'");
+    if (key == "descr" && !descr) {
+      if (p.Peek('[')) {
+        return absl::UnimplementedError(absl::StrCat(
+            filename, ": structured .npy dtypes are not supported"));
+      }
+      ASSIGN_OR_RETURN(descr, p.String());
+    } else if (key == "fortran_order" && !fortran) {
+      ASSIGN_OR_RETURN(fortran, p.Bool());
+    } else if (key == "shape" && !shape) {
+      ASSIGN_OR_RETURN(shape, p.Tuple());
+    } else {
+      return p.Error(absl::StrCat("unexpected or repeated key '", key, "'"));
+    }
+    if (!p.Consume(',') && !p.Peek('}')) return p.Error("expected ',' or '}'");
+  }
+  if (!p.AtEnd()) return p.Error("trailing characters after '}'");
+  if (!descr || !fortran || !shape) {
+    return p.Error("missing one of 'descr', 'fortran_order', 'shape'");
+  }
+
+  NpyArray array;
+  ASSIGN_OR_RETURN(array.dtype_, ParseDescr(*descr, filename));
+  array.shape_ = std::move(*shape);
+  // Exact size check with overflow guards: a hostile header cannot make us
+  // trust more (or fewer) bytes than are present.
+  const uint64_t available = bytes.size() - prefix - header_len;
+  uint64_t count = 1;
+  bool overflow = false;
+  for (int64_t d : array.shape_) {
+    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / 16 /
+                              static_cast<uint64_t>(d)) {
+      overflow = true;
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  const uint64_t item = NpyItemSize(array.dtype_);
+  if (overflow || count * item != available) {
+    return malformed(absl::StrCat(
+        "shape ", ShapeTuple(array.shape_), " of ", NpyDtypeName(array.dtype_),
+        overflow ? " is impossibly large"
+                 : absl::StrCat(" needs ", count * item, " data bytes"),
+        " but the file holds ", available));
+  }
+  if (*fortran && array.shape_.size() > 1) {
+    // Fortran order is only distinguishable from C order at rank >= 2; numpy
+    // writes fortran_order: False for 1-D arrays anyway.
+    return absl::UnimplementedError(absl::StrCat(
+        filename, ": fortran_order arrays are not supported (save with "
+                  "np.ascontiguousarray)"));
+  }
+  array.data_offset_ = prefix + header_len;
+  array.bytes_ = std::move(bytes);
+  return array;
+}
+
+absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  return ParseNpy(std::move(bytes), path);
+}
+
+std::string AcceptedNpyDtypes(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF16:
+      return "float32 or float64";
+    case PrimitiveType::kPred:
+      return "bool or uint8 (0/1)";
+    default:
+      if (hlo::IsInteger(type)) return "int32, int64 or uint8";
+      return "";
+  }
+}
+
+absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
+                                          const hlo::Shape& shape,
+                                          absl::string_view filename) {
+  const PrimitiveType type = shape.element_type();
+  auto expected = [&] {
+    std::string accepted = AcceptedNpyDtypes(type);
+    return absl::StrCat(
+        "expected ", shape.ToString(), " (numpy shape ",
+        ShapeTuple(shape.dimensions()), ", dtype ",
+        accepted.empty() ? "none: this type cannot be read from .npy" : accepted,
+        ")");
+  };
+  if (!shape.IsArray()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        filename, ": cannot fill a ", shape.ToString(), " value from .npy"));
+  }
+  if (array.shape() != shape.dimensions()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": holds shape ", array.ShapeString(), " ",
+                     NpyDtypeName(array.dtype()), ", ", expected()));
+  }
+  const NpyDtype src = array.dtype();
+  const char* in = array.data().data();
+  const int64_t n = array.num_elements();
+  hlo::Literal lit(shape);
+  uint8_t* out = lit.raw();
+  auto mismatch = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat(filename, ": holds ", NpyDtypeName(src), " data, ",
+                     expected()));
+  };
+
+  if (hlo::IsFloatingPoint(type)) {
+    if (!IsFloatDtype(src)) return mismatch();
+    if ((type == PrimitiveType::kF32 && src == NpyDtype::kFloat32) ||
+        (type == PrimitiveType::kF64 && src == NpyDtype::kFloat64)) {
+      std::memcpy(out, in, static_cast<size_t>(lit.raw_size()));
+      return lit;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = LoadFloat(src, in, i);
+      switch (type) {
+        case PrimitiveType::kF32:
+          StoreAt<float>(out, i, static_cast<float>(v));
+          break;
+        case PrimitiveType::kF64:
+          StoreAt<double>(out, i, v);
+          break;
+        case PrimitiveType::kBF16:
+          // float64 goes through float32 first (double rounding is harmless
+          // for the bf16-exact inputs tests use).
+          StoreAt<uint16_t>(out, i, hlo::F32ToBf16(static_cast<float>(v)));
+          break;
+        case PrimitiveType::kF16:
+          StoreAt<uint16_t>(out, i, hlo::F32ToF16(static_cast<float>(v)));
+          break;
+        default:
+          return mismatch();
+      }
+    }
+    return lit;
+  }
+  if (type == PrimitiveType::kPred) {
+    if (src != NpyDtype::kBool && src != NpyDtype::kUint8) return mismatch();
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t v = LoadAt<uint8_t>(in, i);
+      if (v > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            filename, ": element ", i, " is ", static_cast<int>(v),
+            ", a pred input must hold only 0 or 1"));
+      }
+      out[i] = v;
+    }
+    return lit;
+  }
+  if (hlo::IsInteger(type)) {
+    if (!IsIntDtype(src)) return mismatch();
+    const auto [lo, hi] = IntRange(type);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = LoadInt(src, in, i);
+      if (v < lo || v > hi) {
+        return absl::OutOfRangeError(absl::StrCat(
+            filename, ": element ", i, " = ", v, " is out of range for ",
+            hlo::PrimitiveTypeName(type)));
+      }
+      StoreInt(type, out, i, v);
+    }
+    return lit;
+  }
+  return mismatch();
+}
+
+absl::StatusOr<std::string> NpyDescrForType(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred:
+      return std::string("|b1");
+    case PrimitiveType::kS8:
+      return std::string("|i1");
+    case PrimitiveType::kU8:
+      return std::string("|u1");
+    case PrimitiveType::kS16:
+      return std::string("<i2");
+    case PrimitiveType::kU16:
+      return std::string("<u2");
+    case PrimitiveType::kS32:
+      return std::string("<i4");
+    case PrimitiveType::kU32:
+      return std::string("<u4");
+    case PrimitiveType::kS64:
+      return std::string("<i8");
+    case PrimitiveType::kU64:
+      return std::string("<u8");
+    case PrimitiveType::kF16:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF32:
+      return std::string("<f4");
+    case PrimitiveType::kF64:
+      return std::string("<f8");
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write a ", hlo::PrimitiveTypeName(type),
+                       " value as .npy"));
+  }
+}
+
+absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal) {
+  const hlo::Shape& shape = literal.shape();
+  if (!shape.IsArray()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write a ", shape.ToString(), " value as .npy"));
+  }
+  ASSIGN_OR_RETURN(std::string descr, NpyDescrForType(shape.element_type()));
+  std::string dict =
+      absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ",
+                   ShapeTuple(shape.dimensions()), ", }");
+  // Pad with spaces and end with '\n' so the data starts 64-byte aligned.
+  size_t prefix = kMagicLen + 2 + 2;
+  bool v2 = false;
+  size_t total = prefix + dict.size() + 1;
+  if ((total + 63) / 64 * 64 - prefix > 0xffff) {
+    v2 = true;
+    prefix += 2;
+    total = prefix + dict.size() + 1;
+  }
+  const size_t padded = (total + 63) / 64 * 64;
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  const uint64_t header_len = dict.size();
+
+  std::string out(kMagic, kMagicLen);
+  out.push_back(static_cast<char>(v2 ? 2 : 1));
+  out.push_back(0);
+  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) {
+    out.push_back(static_cast<char>((header_len >> (8 * i)) & 0xff));
+  }
+  out += dict;
+
+  const int64_t n = literal.num_elements();
+  const auto* raw = reinterpret_cast<const char*>(literal.raw());
+  const PrimitiveType type = shape.element_type();
+  if (type == PrimitiveType::kBF16 || type == PrimitiveType::kF16) {
+    const size_t start = out.size();
+    out.resize(start + n * sizeof(float));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t bits = LoadAt<uint16_t>(raw, i);
+      const float f = type == PrimitiveType::kBF16 ? hlo::Bf16ToF32(bits)
+                                                   : hlo::F16ToF32(bits);
+      std::memcpy(out.data() + start + i * sizeof(float), &f, sizeof(float));
+    }
+  } else {
+    out.append(raw, static_cast<size_t>(literal.raw_size()));
+  }
+  return out;
+}
+
+}  // namespace tpuoff::tools

@@ -1,0 +1,217 @@
+#include "tools/io/output_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "hlo/ir/float16.h"
+#include "hlo/ir/status_macros.h"
+#include "tools/io/file_util.h"
+#include "tools/io/npy.h"
+
+namespace tpuoff::tools {
+namespace {
+
+std::string FileSafe(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    out.push_back(absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.'
+                      ? c
+                      : '_');
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+// numpy's name for the dtype a literal is written as.
+std::string NpyDtypeNameFor(hlo::PrimitiveType t) {
+  switch (t) {
+    case hlo::PrimitiveType::kPred:
+      return "bool";
+    case hlo::PrimitiveType::kBF16:
+    case hlo::PrimitiveType::kF16:
+    case hlo::PrimitiveType::kF32:
+      return "float32";
+    case hlo::PrimitiveType::kF64:
+      return "float64";
+    default:
+      return absl::StrCat(hlo::IsSignedInteger(t) ? "int" : "uint",
+                          8 * hlo::ByteWidth(t));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> OutputNames(const hlo::HloModule& module,
+                                     int64_t num_outputs) {
+  std::vector<std::string> names = module.OutputNames();
+  if (static_cast<int64_t>(names.size()) != num_outputs) {
+    names.clear();
+    for (int64_t i = 0; i < num_outputs; ++i) {
+      names.push_back(absl::StrCat("output_", i));
+    }
+  }
+  std::set<std::string> used = {"manifest"};
+  for (std::string& n : names) {
+    std::string base = FileSafe(std::string(absl::StripAsciiWhitespace(n)));
+    n = base;
+    for (int k = 1; used.count(n) > 0; ++k) n = absl::StrCat(base, "_", k);
+    used.insert(n);
+  }
+  return names;
+}
+
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvPrime = 0x100000001b3ull;
+constexpr int64_t kChecksumChunkBytes = int64_t{1} << 20;
+
+// FNV-1a over the chunk's 8-byte little-endian words (a short tail is
+// zero-padded), seeded with the chunk's length.
+uint64_t HashChunk(const uint8_t* p, int64_t n) {
+  uint64_t h = (kFnvOffset ^ static_cast<uint64_t>(n)) * kFnvPrime;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, static_cast<size_t>(n - i));
+    h = (h ^ w) * kFnvPrime;
+  }
+  return h;
+}
+
+// Sums of n values at(0..n-1) into c: eight independent accumulators (one
+// add chain would be bound by the add latency); NaNs are counted and left
+// out of the sums.
+template <typename At>
+void SumValues(int64_t n, At at, Checksum* c) {
+  constexpr int kLanes = 8;
+  double sum[kLanes] = {}, abs_sum[kLanes] = {};
+  int64_t nans[kLanes] = {};
+  auto add = [&](int lane, double x) {
+    const bool nan = x != x;
+    nans[lane] += nan;
+    sum[lane] += nan ? 0.0 : x;
+    abs_sum[lane] += nan ? 0.0 : std::fabs(x);
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) add(l, at(i + l));
+  }
+  for (; i < n; ++i) add(0, at(i));
+  for (int l = 0; l < kLanes; ++l) {
+    c->sum += sum[l];
+    c->abs_sum += abs_sum[l];
+    c->nan_count += nans[l];
+  }
+}
+
+// Sums of elements [first, first + n) of an array literal (f32 and bf16 read
+// directly, other types through GetAsDouble).
+void SumElements(const hlo::Literal& lit, int64_t first, int64_t n, Checksum* c) {
+  switch (lit.shape().element_type()) {
+    case hlo::PrimitiveType::kF32: {
+      const float* v = lit.data<float>() + first;
+      SumValues(n, [v](int64_t i) { return double{v[i]}; }, c);
+      return;
+    }
+    case hlo::PrimitiveType::kBF16: {
+      const uint16_t* v = lit.data<uint16_t>() + first;
+      SumValues(n, [v](int64_t i) { return double{hlo::Bf16ToF32(v[i])}; }, c);
+      return;
+    }
+    default:
+      SumValues(n, [&lit, first](int64_t i) { return lit.GetAsDouble(first + i); }, c);
+  }
+}
+
+}  // namespace
+
+Checksum ComputeChecksum(const hlo::Literal& literal) {
+  // Fixed 1 MiB chunks, hashed and summed in parallel and combined in
+  // order: the result does not depend on the number of threads.
+  const uint8_t* raw = literal.raw();
+  const int64_t size = literal.raw_size();
+  const int64_t chunks = std::max<int64_t>(1, (size + kChecksumChunkBytes - 1) /
+                                                  kChecksumChunkBytes);
+  const bool array = literal.shape().IsArray();
+  const int64_t width = array ? hlo::ByteWidth(literal.shape().element_type()) : 1;
+  std::vector<Checksum> part(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t begin = k * kChecksumChunkBytes;
+    const int64_t bytes = std::min(size - begin, kChecksumChunkBytes);
+    part[k].hash = HashChunk(raw + begin, std::max<int64_t>(bytes, 0));
+    if (array && width > 0 && bytes > 0) {
+      SumElements(literal, begin / width, bytes / width, &part[k]);
+    }
+  }
+  Checksum c;
+  c.hash = kFnvOffset;
+  for (const Checksum& p : part) {
+    c.hash = (c.hash ^ p.hash) * kFnvPrime;
+    c.sum += p.sum;
+    c.abs_sum += p.abs_sum;
+    c.nan_count += p.nan_count;
+  }
+  return c;
+}
+
+std::string FormatChecksum(const Checksum& c) {
+  std::string s = absl::StrFormat("sum=%.9g abs_sum=%.9g hash=%016x", c.sum,
+                                  c.abs_sum, c.hash);
+  if (c.nan_count > 0) absl::StrAppend(&s, " nan=", c.nan_count);
+  return s;
+}
+
+absl::Status WriteOutputs(const std::string& dir,
+                          absl::Span<const NamedOutput> outputs) {
+  ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir));
+  std::vector<std::string> entries;
+  for (const NamedOutput& out : outputs) {
+    const hlo::Shape& shape = out.literal->shape();
+    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal));
+    const std::string file = absl::StrCat(out.name, ".npy");
+    RETURN_IF_ERROR(staged.WriteFile(file, bytes));
+    std::string entry = absl::StrCat(
+        "    {\"name\": ", JsonString(out.name), ", \"file\": ",
+        JsonString(file), ", \"shape\": [", absl::StrJoin(shape.dimensions(), ", "),
+        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type()),
+        "\", \"hlo_type\": \"", hlo::PrimitiveTypeName(shape.element_type()),
+        "\"");
+    if (out.device >= 0) absl::StrAppend(&entry, ", \"device\": ", out.device);
+    entries.push_back(entry + "}");
+  }
+  const std::string manifest = absl::StrCat(
+      "{\n  \"outputs\": [\n", absl::StrJoin(entries, ",\n"), "\n  ]\n}\n");
+  RETURN_IF_ERROR(staged.WriteFile("manifest.json", manifest));
+  return staged.Commit();
+}
+
+}  // namespace tpuoff::tools

@@ -1,0 +1,52 @@
+// Naming, checksumming and writing a run's outputs: one .npy per result leaf
+// plus manifest.json, published atomically through a StagedDirectory.
+#ifndef TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_
+#define TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "hlo/ir/literal.h"
+#include "hlo/ir/module.h"
+
+namespace tpuoff::tools {
+
+// Names for `num_outputs` result leaves: the module's output_names frontend
+// attribute when it has exactly that many entries, else output_<i>. Names
+// are made file-safe ([A-Za-z0-9_.-], others -> '_') and unique.
+std::vector<std::string> OutputNames(const hlo::HloModule& module,
+                                     int64_t num_outputs);
+
+// Order-independent summary of an array literal, printed by `run` so results
+// can be compared at a glance: sums in double, NaN count, and a hash of the
+// raw bytes (bit-exactness): FNV-1a over 8-byte words of each 1 MiB chunk,
+// the chunks' hashes combined in order by FNV-1a. Chunks are processed in
+// parallel; results do not depend on the thread count.
+struct Checksum {
+  double sum = 0;
+  double abs_sum = 0;
+  int64_t nan_count = 0;
+  uint64_t hash = 0;
+};
+Checksum ComputeChecksum(const hlo::Literal& literal);
+// "sum=... abs_sum=... hash=0123456789abcdef" (+ " nan=N" when N > 0).
+std::string FormatChecksum(const Checksum& c);
+
+struct NamedOutput {
+  std::string name;  // file stem
+  const hlo::Literal* literal;
+  int64_t device = -1;  // >= 0 for SPMD runs (recorded in the manifest)
+};
+
+// Writes <dir>/<name>.npy for every output and <dir>/manifest.json last
+// ({"outputs": [{"name", "file", "shape", "dtype", "hlo_type", "device"?}]}).
+// Either everything is published or nothing is.
+absl::Status WriteOutputs(const std::string& dir,
+                          absl::Span<const NamedOutput> outputs);
+
+}  // namespace tpuoff::tools
+
+#endif  // TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_

@@ -1,0 +1,334 @@
+#include "tools/io/random_inputs.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hlo/ir/instruction.h"
+#include "hlo/ir/float16.h"
+#include "hlo/ir/status_macros.h"
+#include "runtime/cpu/simd_math.h"
+
+namespace tpuoff::tools {
+namespace {
+
+using hlo::Literal;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+// splitmix64: tiny, seedable, and identical on every platform (unlike the
+// std:: distributions, whose algorithms are implementation-defined).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return (Next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double Normal() {  // Box-Muller
+    const double u1 = 1.0 - Uniform();  // (0, 1]
+    const double u2 = Uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % n); }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t StreamSeed(const RandomInputOptions& o, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the name
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  Rng mix(o.seed ^ h ^ (static_cast<uint64_t>(o.device) * 0x9e3779b97f4a7c15ull));
+  return mix.Next();
+}
+
+// Fills `n` elements in fixed chunks, each from its own stream derived from
+// (stream seed, chunk index): parallel, and the values do not depend on the
+// thread count. fill_one(i, rng) sets element i.
+constexpr int64_t kChunk = 1 << 16;
+
+uint64_t ChunkSeed(uint64_t stream, int64_t chunk) {
+  Rng mix(stream ^ (static_cast<uint64_t>(chunk) * 0xd1b54a32d192ed03ull));
+  return mix.Next();
+}
+
+template <typename F>
+void FillChunked(int64_t n, uint64_t stream, F&& fill_one) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    Rng rng(ChunkSeed(stream, c));
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) fill_one(i, rng);
+  }
+}
+
+void FillGeneric(Literal& lit, uint64_t stream) {
+  if (lit.shape().IsTuple()) {
+    int64_t k = 0;
+    for (Literal& e : *lit.mutable_tuple_elements()) FillGeneric(e, ChunkSeed(~stream, k++));
+    return;
+  }
+  if (!lit.shape().IsArray()) return;
+  const PrimitiveType t = lit.shape().element_type();
+  FillChunked(lit.num_elements(), stream, [&](int64_t i, Rng& rng) {
+    if (hlo::IsFloatingPoint(t)) {
+      lit.SetFromDouble(i, 2.0 * rng.Uniform() - 1.0);
+    } else if (t == PrimitiveType::kPred) {
+      lit.SetFromInt64(i, static_cast<int64_t>(rng.Next() >> 63));
+    } else {
+      lit.SetFromInt64(i, rng.Below(8));
+    }
+  });
+}
+
+// Writes n f32 values to element `first` onwards of an array literal of any
+// float type.
+void StoreFloats(Literal& lit, int64_t first, const float* v, int64_t n) {
+  switch (lit.shape().element_type()) {
+    case PrimitiveType::kF32:
+      std::memcpy(lit.data<float>() + first, v, n * sizeof(float));
+      return;
+    case PrimitiveType::kBF16: {
+      uint16_t* d = lit.data<uint16_t>() + first;
+      for (int64_t i = 0; i < n; ++i) d[i] = hlo::F32ToBf16(v[i]);
+      return;
+    }
+    case PrimitiveType::kF64: {
+      double* d = lit.data<double>() + first;
+      for (int64_t i = 0; i < n; ++i) d[i] = v[i];
+      return;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i) lit.SetFromDouble(first + i, v[i]);
+  }
+}
+
+// sin and cos of 2*pi*u for u in [0, 1): quadrant reduction and Taylor
+// polynomials on [-pi/4, pi/4] (|error| < 1e-7); branch-free so it
+// vectorises.
+inline void SinCos2Pi(float u, float* s, float* c) {
+  const float q = std::nearbyint(4.0f * u);           // quadrant 0..4
+  const float phi = (u - 0.25f * q) * 6.28318530718f;  // [-pi/4, pi/4]
+  const float p2 = phi * phi;
+  const float sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040))));
+  const float cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320))));
+  const int k = static_cast<int>(q) & 3;
+  const float sv[4] = {sp, cp, -sp, -cp};
+  const float cv[4] = {cp, -sp, -cp, sp};
+  *s = sv[k];
+  *c = cv[k];
+}
+
+// N(0, stddev^2) by Box-Muller on 24-bit uniforms, both outputs used.
+void FillNormal(Literal& lit, uint64_t stream, double stddev) {
+  const int64_t n = lit.num_elements();
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const float sd = static_cast<float>(stddev);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::vector<float> u1(kChunk / 2), u2(kChunk / 2), out(kChunk);
+    Rng rng(ChunkSeed(stream, c));
+    const int64_t len = std::min(kChunk, n - c * kChunk);
+    const int64_t pairs = (len + 1) / 2;
+    for (int64_t i = 0; i < pairs; ++i) {
+      const uint64_t r = rng.Next();
+      u1[i] = (static_cast<float>(r >> 40) + 0.5f) * 0x1.0p-24f;  // (0, 1)
+      u2[i] = static_cast<float>((r >> 16) & 0xffffff) * 0x1.0p-24f;  // [0, 1)
+    }
+    runtime::simd::Log(u1.data(), u1.data(), pairs);
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float radius = sd * std::sqrt(-2.0f * u1[i]);
+      float s, co;
+      SinCos2Pi(u2[i], &s, &co);
+      out[2 * i] = radius * co;
+      out[2 * i + 1] = radius * s;
+    }
+    StoreFloats(lit, c * kChunk, out.data(), len);
+  }
+}
+
+// Per-row log-sum-exp and chosen log-probability of a [B,T,V] logits
+// literal, in the kernel's temperature convention.
+struct RowStats {
+  std::vector<double> lse;
+  std::vector<double> logp;
+};
+
+// Row r of a [rows, v] float literal as f32.
+void LoadRow(const Literal& logits, int64_t r, int64_t v, float* x) {
+  const int64_t base = r * v;
+  switch (logits.shape().element_type()) {
+    case PrimitiveType::kF32:
+      std::memcpy(x, logits.data<float>() + base, v * sizeof(float));
+      return;
+    case PrimitiveType::kBF16: {
+      const uint16_t* s = logits.data<uint16_t>() + base;
+      for (int64_t j = 0; j < v; ++j) x[j] = hlo::Bf16ToF32(s[j]);
+      return;
+    }
+    default:
+      for (int64_t j = 0; j < v; ++j) x[j] = static_cast<float>(logits.GetAsDouble(base + j));
+  }
+}
+
+RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
+                         const RandomInputOptions& o) {
+  const int64_t v = logits.shape().dimensions().back();
+  const int64_t rows = logits.num_elements() / std::max<int64_t>(v, 1);
+  const float scale = static_cast<float>(o.post_lse ? 1.0 : 1.0 / o.temperature);
+  RowStats s;
+  s.lse.resize(rows);
+  s.logp.resize(rows);
+#pragma omp parallel if (rows > 1)
+  {
+    std::vector<float> x(v), e(v);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      LoadRow(logits, r, v, x.data());
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < v; ++j) {
+        x[j] *= scale;
+        mx = std::max(mx, x[j]);
+      }
+      for (int64_t j = 0; j < v; ++j) e[j] = x[j] - mx;
+      runtime::simd::Exp(e.data(), e.data(), v);
+      // f32 terms, f64 sums (1e-7 relative); eight chains, not one long
+      // latency-bound one.
+      double part[8] = {};
+      int64_t j = 0;
+      for (; j + 8 <= v; j += 8) {
+        for (int l = 0; l < 8; ++l) part[l] += e[j + l];
+      }
+      for (; j < v; ++j) part[0] += e[j];
+      double sum = 0;
+      for (double p : part) sum += p;
+      s.lse[r] = mx + std::log(sum);
+      const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
+      s.logp[r] = x[y] - s.lse[r];
+      if (o.post_lse) s.logp[r] /= o.temperature;
+    }
+  }
+  return s;
+}
+
+bool IsDerived(const std::string& name) {
+  return name == "old_logp" || name == "ref_logp" || name == "lse" ||
+         name == "logp" || name == "total_valid_tokens";
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
+    const hlo::HloComputation& entry, const RandomInputOptions& o) {
+  if (!(o.temperature > 0)) {
+    return absl::InvalidArgumentError("random inputs: temperature must be > 0");
+  }
+  const int64_t n = entry.num_parameters();
+  std::vector<Literal> args(n);
+  std::map<std::string, int64_t> by_name;
+  for (int64_t i = 0; i < n; ++i) by_name[entry.parameter(i)->name()] = i;
+  auto find = [&](const std::string& name) -> const Literal* {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) return nullptr;
+    const Literal& l = args[it->second];
+    return l.shape().IsArray() ? &l : nullptr;
+  };
+  auto param_shape = [&](const std::string& name) -> const Shape* {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : &entry.parameter(it->second)->shape();
+  };
+
+  // Vocabulary size for chosen_ids.
+  int64_t vocab = o.vocab.value_or(8);
+  if (const Shape* s = param_shape("logits"); s && s->IsArray() && s->rank() >= 1) {
+    vocab = s->dimensions().back();
+  } else if (const Shape* s = param_shape("lm_head"); s && s->IsArray() && s->rank() == 2) {
+    vocab = s->dimensions(1);
+  }
+  vocab = std::max<int64_t>(vocab, 1);
+
+  // Row statistics of the logits, computed once for every derived input.
+  std::optional<RowStats> row_stats;
+  // Pass 1: independent parameters. Pass 2: values derived from them.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t i = 0; i < n; ++i) {
+      const hlo::HloInstruction* p = entry.parameter(i);
+      const std::string& name = p->name();
+      if (IsDerived(name) != (pass == 1)) continue;
+      Literal lit(p->shape());
+      const uint64_t stream = StreamSeed(o, name);
+      const Shape& shape = p->shape();
+      const bool is_array = shape.IsArray();
+      const bool is_float = is_array && hlo::IsFloatingPoint(shape.element_type());
+      if (!is_array) {
+        FillGeneric(lit, stream);
+      } else if (is_float && (name == "logits" || name == "hidden" ||
+                              name == "advantages")) {
+        FillNormal(lit, stream, 1.0);
+      } else if (is_float && name == "lm_head" && shape.rank() == 2) {
+        FillNormal(lit, stream, 1.0 / std::sqrt(std::max<int64_t>(shape.dimensions(0), 1)));
+      } else if (name == "chosen_ids" && !is_float) {
+        FillChunked(lit.num_elements(), stream,
+                    [&](int64_t j, Rng& rng) { lit.SetFromInt64(j, rng.Below(vocab)); });
+      } else if (name == "completion_mask") {
+        FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
+          lit.SetFromInt64(j, rng.Uniform() < 0.8 ? 1 : 0);
+        });
+      } else if (name == "total_valid_tokens" && is_float) {
+        double count = static_cast<double>(std::max<int64_t>(lit.num_elements(), 1));
+        if (const Literal* mask = find("completion_mask")) {
+          count = 0;
+          for (int64_t j = 0; j < mask->num_elements(); ++j) {
+            count += mask->GetAsDouble(j);
+          }
+          count = std::max(count, 1.0);
+        }
+        for (int64_t j = 0; j < lit.num_elements(); ++j) lit.SetFromDouble(j, count);
+      } else if (is_float && IsDerived(name)) {
+        const Literal* logits = find("logits");
+        const Literal* ids = find("chosen_ids");
+        const bool consistent =
+            logits && ids && logits->shape().rank() == 3 &&
+            ids->num_elements() * logits->shape().dimensions(2) ==
+                logits->num_elements() &&
+            lit.num_elements() == ids->num_elements();
+        if (consistent) {
+          if (!row_stats.has_value()) row_stats = ComputeRowStats(*logits, *ids, o);
+          const RowStats& stats = *row_stats;
+          const bool noisy = name == "old_logp" || name == "ref_logp";
+          FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
+            double v = name == "lse" ? stats.lse[j] : stats.logp[j];
+            if (noisy) v += 0.1 * rng.Normal();
+            lit.SetFromDouble(j, v);
+          });
+        } else if (name == "lse") {
+          FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
+            lit.SetFromDouble(j, std::log(static_cast<double>(vocab)) + rng.Uniform());
+          });
+        } else {
+          FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
+            lit.SetFromDouble(j, -0.5 - 4.5 * rng.Uniform());
+          });
+        }
+      } else {
+        FillGeneric(lit, stream);
+      }
+      args[i] = std::move(lit);
+    }
+  }
+  return args;
+}
+
+}  // namespace tpuoff::tools

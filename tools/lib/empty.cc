@@ -1,1 +1,0 @@
-// Keeps tpuoff_tools non-empty while tools/lib grows.
