@@ -1,13 +1,15 @@
 #include "kernels/grpo_config.h"
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "hlo/ir/json.h"
 #include "hlo/ir/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace tpuoff::kernels {
 namespace {
@@ -144,89 +146,114 @@ std::vector<std::string> GrpoOutputNames(KernelMode mode) {
 
 namespace {
 
-absl::StatusOr<const hlo::JsonValue*> Member(const hlo::JsonValue& obj,
-                                             absl::string_view key,
-                                             hlo::JsonValue::Kind kind,
-                                             absl::string_view where) {
-  const hlo::JsonValue* v = obj.Find(key);
-  if (v == nullptr) {
+using Json = nlohmann::json;
+
+absl::StatusOr<const Json*> Member(const Json& obj, absl::string_view key,
+                                   Json::value_t kind, absl::string_view where) {
+  auto it = obj.find(std::string(key));
+  if (it == obj.end()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": missing \"", key, "\""));
   }
-  if (v->kind() != kind) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": \"", key, "\" must be a ",
-                     hlo::JsonValue::KindName(kind), ", got ",
-                     hlo::JsonValue::KindName(v->kind())));
+  // Integers and floats are both "number" to the case files.
+  const bool number_ok = kind == Json::value_t::number_float && it->is_number();
+  if (it->type() != kind && !number_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": \"", key, "\" must be a ", Json(kind).type_name(), ", got ",
+        it->type_name()));
   }
-  return v;
+  return &*it;
 }
 
-absl::StatusOr<int64_t> IntegerOf(const hlo::JsonValue& v, absl::string_view what) {
-  const double d = v.number_value();
-  if (!v.is_number() || d != std::floor(d) || std::fabs(d) > 9.0e15) {
+absl::StatusOr<int64_t> IntegerOf(const Json& v, absl::string_view what) {
+  const double d = v.is_number() ? v.get<double>() : 0.5;
+  if (d != std::floor(d) || std::fabs(d) > 9.0e15) {
     return absl::InvalidArgumentError(absl::StrCat(what, " must be an integer"));
   }
   return static_cast<int64_t>(d);
 }
 
-absl::StatusOr<GrpoConfig> ConfigFromJson(const hlo::JsonValue& root,
+const Json* Find(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+absl::StatusOr<Json> ParseJsonText(const std::string& text, absl::string_view where) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // Name the place as file:line:col; e.byte is 1-based.
+    int line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    if (size_t p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
+    return absl::InvalidArgumentError(absl::StrCat(where, ":", line, ":", col, ": ", what));
+  }
+}
+
+absl::StatusOr<GrpoConfig> ConfigFromJson(const Json& root,
                                           absl::string_view where) {
   if (!root.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": top level must be an object"));
   }
   GrpoConfig config;
-  ASSIGN_OR_RETURN(const hlo::JsonValue* shape,
-                   Member(root, "shape", hlo::JsonValue::Kind::kObject, where));
+  ASSIGN_OR_RETURN(const Json* shape,
+                   Member(root, "shape", Json::value_t::object, where));
   int64_t* dims[] = {&config.batch, &config.seq, &config.vocab};
   const char* keys[] = {"B", "T", "V"};
   for (int i = 0; i < 3; ++i) {
-    ASSIGN_OR_RETURN(const hlo::JsonValue* d,
-                     Member(*shape, keys[i], hlo::JsonValue::Kind::kNumber, where));
+    ASSIGN_OR_RETURN(const Json* d,
+                     Member(*shape, keys[i], Json::value_t::number_float, where));
     ASSIGN_OR_RETURN(*dims[i], IntegerOf(*d, absl::StrCat(where, ": shape.", keys[i])));
   }
   // H: the fused LM-head cases (grpo_fused/) only.
-  if (const hlo::JsonValue* h = shape->Find("H"); h != nullptr) {
+  if (const Json* h = Find(*shape, "H"); h != nullptr) {
     ASSIGN_OR_RETURN(config.hidden, IntegerOf(*h, absl::StrCat(where, ": shape.H")));
   }
-  if (const hlo::JsonValue* t = root.Find("logits_dtype"); t != nullptr) {
+  if (const Json* t = Find(root, "logits_dtype"); t != nullptr) {
     if (!t->is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": logits_dtype must be a string"));
     }
-    if (t->string_value() == "f32" || t->string_value() == "float32") {
+    if (t->get<std::string>() == "f32" || t->get<std::string>() == "float32") {
       config.logits_type = hlo::PrimitiveType::kF32;
-    } else if (t->string_value() == "bf16" || t->string_value() == "bfloat16") {
+    } else if (t->get<std::string>() == "bf16" || t->get<std::string>() == "bfloat16") {
       config.logits_type = hlo::PrimitiveType::kBF16;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": logits_dtype must be f32 or bf16, got ", t->string_value()));
+          absl::StrCat(where, ": logits_dtype must be f32 or bf16, got ", t->get<std::string>()));
     }
   }
-  if (const hlo::JsonValue* p = root.Find("on_policy"); p != nullptr) {
-    if (!p->is_bool()) {
+  if (const Json* p = Find(root, "on_policy"); p != nullptr) {
+    if (!p->is_boolean()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": on_policy must be a bool"));
     }
-    config.on_policy = p->bool_value();
+    config.on_policy = p->get<bool>();
   }
-  if (const hlo::JsonValue* params = root.Find("params"); params != nullptr) {
+  if (const Json* params = Find(root, "params"); params != nullptr) {
     if (!params->is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": params must be an object"));
     }
-    for (const auto& member : params->members()) {
-      // Named references: clang 14 cannot capture structured bindings.
-      const auto& key = member.first;
-      const auto& value = member.second;
+    for (auto it = params->begin(); it != params->end(); ++it) {
+      const std::string& key = it.key();
+      const Json& value = it.value();
       const std::string what = absl::StrCat(where, ": params.", key);
       auto number = [&]() -> absl::StatusOr<double> {
         if (!value.is_number()) {
           return absl::InvalidArgumentError(absl::StrCat(what, " must be a number"));
         }
-        return value.number_value();
+        return value.get<double>();
       };
       auto string = [&]() -> absl::StatusOr<std::string> {
         if (!value.is_string()) {
           return absl::InvalidArgumentError(absl::StrCat(what, " must be a string"));
         }
-        return value.string_value();
+        return value.get<std::string>();
       };
       if (key == "eps_low") {
         ASSIGN_OR_RETURN(config.eps_low, number());
@@ -267,12 +294,16 @@ absl::StatusOr<GrpoConfig> ConfigFromJson(const hlo::JsonValue& root,
 absl::StatusOr<GrpoConfig> GrpoConfigFromCaseJson(absl::string_view path_or_text) {
   absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(path_or_text);
   if (!trimmed.empty() && trimmed.front() == '{') {
-    ASSIGN_OR_RETURN(hlo::JsonValue root, hlo::ParseJson(trimmed, "case.json"));
+    ASSIGN_OR_RETURN(Json root, ParseJsonText(std::string(trimmed), "case.json"));
     return ConfigFromJson(root, "case.json");
   }
   std::string path(path_or_text);
   if (!absl::EndsWith(path, ".json")) path = absl::StrCat(path, "/case.json");
-  ASSIGN_OR_RETURN(hlo::JsonValue root, hlo::ReadJsonFile(path));
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSIGN_OR_RETURN(Json root, ParseJsonText(text.str(), path));
   return ConfigFromJson(root, path);
 }
 

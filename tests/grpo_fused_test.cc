@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
@@ -17,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "hlo/ir/builder.h"
-#include "hlo/ir/json.h"
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/spmd/sharding_util.h"
 #include "hlo/text/text_parser.h"
@@ -315,7 +316,7 @@ TEST(GrpoFusedCliTest, CompareShardedAgainstUnshardedOnACase) {
 }
 
 // ---------------------------------------------------------------------------
-// Memory at the seed shapes, by the static HBM analysis (hlo/memory_analysis.h,
+// Memory at the seed shapes, by the static HBM analysis (hlo/analysis/memory_analysis.h,
 // what `tpuoff memory` prints; its peak equals the emulator's measured one).
 
 // The unfused math the fused kernel replaces, with the same parameters and
@@ -455,20 +456,18 @@ absl::StatusOr<Case> LoadCase(const std::string& name) {
   absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(c.dir.string());
   if (!config.ok()) return config.status();
   c.config = *config;
-  absl::StatusOr<hlo::JsonValue> j = hlo::ReadJsonFile((c.dir / "case.json").string());
-  if (!j.ok()) return j.status();
-  const hlo::JsonValue* tol = j->Find("tolerance");
-  const hlo::JsonValue* expected = j->Find("expected");
-  if (tol == nullptr || tol->Find("atol") == nullptr || tol->Find("rtol") == nullptr ||
-      expected == nullptr) {
+  std::ifstream in(c.dir / "case.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("tolerance") || !j["tolerance"].contains("atol") ||
+      !j["tolerance"].contains("rtol") || !j.contains("expected")) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": no tolerance or expected"));
   }
-  c.atol = tol->Find("atol")->number_value();
-  c.rtol = tol->Find("rtol")->number_value();
-  for (const auto& [out, spec] : expected->members()) {
+  c.atol = j["tolerance"]["atol"].get<double>();
+  c.rtol = j["tolerance"]["rtol"].get<double>();
+  for (const auto& [out, spec] : j["expected"].items()) {
     std::vector<int64_t> dims;
-    if (const hlo::JsonValue* s = spec.Find("shape"); s != nullptr) {
-      for (const hlo::JsonValue& d : s->array()) dims.push_back(d.number_value());
+    if (spec.contains("shape")) {
+      for (const auto& d : spec["shape"]) dims.push_back(d.get<int64_t>());
     }
     c.expected_shapes[out] = dims;
   }

@@ -1,4 +1,4 @@
-// The static HBM analysis (hlo/memory_analysis.h): TPU padding rules, the
+// The static HBM analysis (hlo/analysis/memory_analysis.h): TPU padding rules, the
 // heap simulator on hand-written live ranges, text-in/text-out reports of
 // small modules, and agreement with the emulator: on every kernel, mode and
 // dtype at small ragged shapes and on every corpus module that runs, the
@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "hlo/analysis/heap_simulator.h"
-#include "hlo/ir/json.h"
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/text/text_parser.h"
 #include "hlo/analysis/tpu_layout.h"
@@ -434,23 +434,22 @@ TEST(MemoryReport, JsonParsesAndCarriesTheNumbers) {
   tools::MemoryReportOptions options;
   options.hbm_capacity_bytes = 10000;  // dense peak fits, TPU-padded does not
   options.top = 2;
-  auto json = ParseJson(tools::MemoryReportJson(*report, options));
-  ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_FALSE(json->Find("fits")->bool_value());
-  const JsonValue& g = json->Find("groups")->array()[0];
-  EXPECT_EQ(g.Find("peak_bytes")->number_value(), 2048);
-  EXPECT_EQ(g.Find("tpu_peak_bytes")->number_value(), 12288);
-  EXPECT_EQ(g.Find("padding_overhead_bytes")->number_value(), 12288 - 2048);
-  EXPECT_EQ(g.Find("temp_bytes")->number_value(), 1024);
-  EXPECT_EQ(g.Find("peak_instruction")->string_value(), "s");
-  EXPECT_EQ(g.Find("num_live_at_peak")->number_value(), 3);
-  ASSERT_EQ(g.Find("live_at_peak")->array().size(), 2u);
-  const JsonValue& top = g.Find("live_at_peak")->array()[0];
-  EXPECT_EQ(top.Find("instruction")->string_value(), "c");
-  EXPECT_EQ(top.Find("dtype")->string_value(), "f32");
-  EXPECT_EQ(top.Find("bytes")->number_value(), 1024);
-  EXPECT_EQ(top.Find("tpu_bytes")->number_value(), 4096);
-  EXPECT_EQ(top.Find("kind")->string_value(), "temp");
+  const nlohmann::json json = nlohmann::json::parse(tools::MemoryReportJson(*report, options));
+  EXPECT_FALSE(json["fits"].get<bool>());
+  const nlohmann::json& g = json["groups"][0];
+  EXPECT_EQ(g["peak_bytes"].get<int64_t>(), 2048);
+  EXPECT_EQ(g["tpu_peak_bytes"].get<int64_t>(), 12288);
+  EXPECT_EQ(g["padding_overhead_bytes"].get<int64_t>(), 12288 - 2048);
+  EXPECT_EQ(g["temp_bytes"].get<int64_t>(), 1024);
+  EXPECT_EQ(g["peak_instruction"].get<std::string>(), "s");
+  EXPECT_EQ(g["num_live_at_peak"].get<int64_t>(), 3);
+  ASSERT_EQ(g["live_at_peak"].size(), 2u);
+  const nlohmann::json& top = g["live_at_peak"][0];
+  EXPECT_EQ(top["instruction"].get<std::string>(), "c");
+  EXPECT_EQ(top["dtype"].get<std::string>(), "f32");
+  EXPECT_EQ(top["bytes"].get<int64_t>(), 1024);
+  EXPECT_EQ(top["tpu_bytes"].get<int64_t>(), 4096);
+  EXPECT_EQ(top["kind"].get<std::string>(), "temp");
 
   const std::string text = tools::FormatMemoryReport(*report, options);
   EXPECT_NE(text.find("DOES NOT FIT: TPU-padded peak 12.00K of 9.77K hbm"), std::string::npos)

@@ -1,4 +1,4 @@
-// Row chains (runtime/row_chain.h): which steps the planner groups, and that
+// Row chains (runtime/emulator/row_chain.h): which steps the planner groups, and that
 // running a chain chunk of rows by chunk of rows changes neither results
 // (bit for bit, any thread count) nor the simulated HBM figures.
 #include <cstring>

@@ -1,8 +1,8 @@
 // hlo::ShardMap: the per-device module a small shard_map produces (text in,
 // text out: every collective as XLA prints it, shardings, header), its global
 // form, its values on the emulator's mesh, the sharding arithmetic of
-// hlo/sharding_util.h and the global <-> per-device split of
-// runtime/sharding_io.h, and the errors.
+// hlo/spmd/sharding_util.h and the global <-> per-device split of
+// runtime/device/sharding_io.h, and the errors.
 #include <cmath>
 #include <string>
 #include <vector>

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <string>
@@ -18,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "hlo/ir/json.h"
+#include "nlohmann/json.hpp"
 #include "hlo/spmd/sharding_util.h"
 #include "hlo/text/text_printer.h"
 #include "kernels/build_kernel.h"
@@ -140,12 +141,11 @@ class ShardedVectorsTest : public ::testing::TestWithParam<std::string> {
     absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(dir_.string());
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = *config;
-    absl::StatusOr<hlo::JsonValue> j = hlo::ReadJsonFile((dir_ / "case.json").string());
-    ASSERT_TRUE(j.ok()) << j.status();
-    const hlo::JsonValue* tol = j->Find("tolerance");
-    ASSERT_TRUE(tol != nullptr && tol->Find("atol") && tol->Find("rtol"));
-    atol_ = tol->Find("atol")->number_value();
-    rtol_ = tol->Find("rtol")->number_value();
+    std::ifstream in(dir_ / "case.json");
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object() && j.contains("tolerance"));
+    atol_ = j["tolerance"]["atol"].get<double>();
+    rtol_ = j["tolerance"]["rtol"].get<double>();
   }
 
   void ExpectOutputs(const Outputs& got, const std::string& label) {

@@ -1,7 +1,7 @@
-// Vectorised exp/log (runtime/simd_math.h) against double-precision libm,
+// Vectorised exp/log (runtime/cpu/simd_math.h) against double-precision libm,
 // special values, and independence from the array length (tails), plus the
-// fork-join pool (runtime/parallel.h) and the host block cache
-// (runtime/host_memory.h).
+// fork-join pool (runtime/cpu/parallel.h) and the host block cache
+// (runtime/cpu/host_memory.h).
 #include "runtime/cpu/simd_math.h"
 
 #include <atomic>

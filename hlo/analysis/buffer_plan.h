@@ -1,18 +1,18 @@
 // Planning a computation once before running it: the schedule (the
 // computation's instruction order, dead code dropped), fusion groups of
-// elementwise chains (hlo/loop_fusion.h), and buffer assignment: which
+// elementwise chains (hlo/analysis/loop_fusion.h), and buffer assignment: which
 // instructions get their own buffer and which alias an operand's
 // (get-tuple-element, tuple, bitcast/reshape, copy of a dying operand,
 // in-place dynamic-update-slice and elementwise when the operand dies, while
 // state passing through the body), and the step after which each buffer is
 // freed (its last use, as ggml-alloc counts consumers).
 //
-// This is pure IR: the emulator (runtime/plan.h) compiles the fused steps
+// This is pure IR: the emulator (runtime/emulator/plan.h) compiles the fused steps
 // and allocates and frees exactly as planned here, and the static HBM
-// analysis (hlo/memory_analysis.h) replays the same plan without running,
+// analysis (hlo/analysis/memory_analysis.h) replays the same plan without running,
 // so both see the same schedule and the same lifetimes.
-#ifndef TPUOFF_HLO_BUFFER_PLAN_H_
-#define TPUOFF_HLO_BUFFER_PLAN_H_
+#ifndef TPUOFF_HLO_ANALYSIS_BUFFER_PLAN_H_
+#define TPUOFF_HLO_ANALYSIS_BUFFER_PLAN_H_
 
 #include <cstdint>
 #include <map>
@@ -143,4 +143,4 @@ std::vector<Shape> LeafShapes(const Shape& shape);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_BUFFER_PLAN_H_
+#endif  // TPUOFF_HLO_ANALYSIS_BUFFER_PLAN_H_

@@ -4,8 +4,8 @@
 // best-fit placement assigns offsets in one linear heap and reports the
 // heap size that placement needs (>= the peak; the difference is
 // fragmentation).
-#ifndef TPUOFF_HLO_HEAP_SIMULATOR_H_
-#define TPUOFF_HLO_HEAP_SIMULATOR_H_
+#ifndef TPUOFF_HLO_ANALYSIS_HEAP_SIMULATOR_H_
+#define TPUOFF_HLO_ANALYSIS_HEAP_SIMULATOR_H_
 
 #include <cstdint>
 #include <vector>
@@ -47,4 +47,4 @@ HeapPlacement BestFitPlacement(absl::Span<const LiveInterval> intervals);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_HEAP_SIMULATOR_H_
+#endif  // TPUOFF_HLO_ANALYSIS_HEAP_SIMULATOR_H_

@@ -1,10 +1,10 @@
 // The pure-IR half of elementwise loop fusion, shared by the buffer planner
-// (hlo/buffer_plan.h) and the emulator's loop compiler
-// (runtime/loop_program.h): which instructions a fused loop can absorb, which
+// (hlo/analysis/buffer_plan.h) and the emulator's loop compiler
+// (runtime/emulator/loop_program.h): which instructions a fused loop can absorb, which
 // reduces stream, and what a fused group reads. Keeping this in hlo/ lets the
 // static memory analysis see exactly the fusion groups the emulator runs.
-#ifndef TPUOFF_HLO_LOOP_FUSION_H_
-#define TPUOFF_HLO_LOOP_FUSION_H_
+#ifndef TPUOFF_HLO_ANALYSIS_LOOP_FUSION_H_
+#define TPUOFF_HLO_ANALYSIS_LOOP_FUSION_H_
 
 #include <optional>
 #include <vector>
@@ -55,7 +55,7 @@ struct LoopGroupReads {
 
 // `root` is the group's root (a streaming reduce when `reduce`), `members`
 // the fused instructions (excluding a reduce root). Members must satisfy the
-// planner's grouping rules (hlo/buffer_plan.cc).
+// planner's grouping rules (hlo/analysis/buffer_plan.cc).
 LoopGroupReads AnalyzeLoopGroup(
     const HloInstruction* root,
     const absl::flat_hash_set<const HloInstruction*>& members, bool reduce);
@@ -78,4 +78,4 @@ bool IsFusibleUpdate(const HloInstruction& dus);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_LOOP_FUSION_H_
+#endif  // TPUOFF_HLO_ANALYSIS_LOOP_FUSION_H_

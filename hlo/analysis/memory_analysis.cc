@@ -24,7 +24,7 @@ struct Site {
   int step = 0;
 };
 
-// Replays a BufferPlan as runtime/executor.cc runs it, recording every
+// Replays a BufferPlan as runtime/emulator/executor.cc runs it, recording every
 // allocation's live range. Keep the two in step: the agreement test
 // (tests/memory_analysis_test.cc) checks the peaks are equal.
 class Replayer {

@@ -1,25 +1,25 @@
 // Static HBM analysis of one device's program, without running it.
 //
-// The module is planned exactly as the emulator plans it (hlo/buffer_plan.h:
+// The module is planned exactly as the emulator plans it (hlo/analysis/buffer_plan.h:
 // same schedule, fusion groups, aliasing and frees), and the plan is replayed
-// the way runtime/executor.cc walks it: entry arguments are allocated first,
+// the way runtime/emulator/executor.cc walks it: entry arguments are allocated first,
 // each step allocates its buffers, runs (callees recursively: call, fusion
 // and conditional results come back from the callee; a while copies the
 // state leaves the plan says to copy, then runs condition, body, condition,
 // one iteration standing for all since every iteration allocates the same),
 // then frees its dying buffers. Every allocation gets a live range
 // [alloc time, free time) in logical time (the replay's event number), and
-// a heap simulation over those ranges (hlo/heap_simulator.h) gives the
+// a heap simulation over those ranges (hlo/analysis/heap_simulator.h) gives the
 // no-fragmentation peak, which equals the emulator's measured device peak,
 // and a best-fit placement's heap size. A TPU view repeats both with every
-// buffer padded to v6e tiles (hlo/tpu_layout.h).
+// buffer padded to v6e tiles (hlo/analysis/tpu_layout.h).
 //
 // Data-dependent control flow is resolved statically: a while body is
 // assumed to run at least once (a loop that runs zero times peaks lower in
 // the emulator), and a conditional takes the branch with the highest peak
 // (the emulator runs the branch the data selects).
-#ifndef TPUOFF_HLO_MEMORY_ANALYSIS_H_
-#define TPUOFF_HLO_MEMORY_ANALYSIS_H_
+#ifndef TPUOFF_HLO_ANALYSIS_MEMORY_ANALYSIS_H_
+#define TPUOFF_HLO_ANALYSIS_MEMORY_ANALYSIS_H_
 
 #include <cstdint>
 #include <string>
@@ -129,4 +129,4 @@ absl::StatusOr<DeviceMemoryReport> AnalyzeDeviceMemory(
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_MEMORY_ANALYSIS_H_
+#endif  // TPUOFF_HLO_ANALYSIS_MEMORY_ANALYSIS_H_

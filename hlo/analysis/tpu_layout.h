@@ -19,8 +19,8 @@
 // padded size uses 4-byte elements and (8,128) tiles. XLA:TPU's "small tile"
 // layouts ((2,128), (4,128) for second-minor dims of 1-4) are not modelled:
 // such arrays are counted with the full tile, an upper bound.
-#ifndef TPUOFF_HLO_TPU_LAYOUT_H_
-#define TPUOFF_HLO_TPU_LAYOUT_H_
+#ifndef TPUOFF_HLO_ANALYSIS_TPU_LAYOUT_H_
+#define TPUOFF_HLO_ANALYSIS_TPU_LAYOUT_H_
 
 #include <cstdint>
 #include <string>
@@ -53,4 +53,4 @@ std::string TpuTilingName(const Shape& shape);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_TPU_LAYOUT_H_
+#endif  // TPUOFF_HLO_ANALYSIS_TPU_LAYOUT_H_

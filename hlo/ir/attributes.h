@@ -1,7 +1,7 @@
 // Typed per-op attributes of an instruction (the fields mirror XLA's
 // HloInstructionProto so import/export is field-for-field).
-#ifndef TPUOFF_HLO_ATTRIBUTES_H_
-#define TPUOFF_HLO_ATTRIBUTES_H_
+#ifndef TPUOFF_HLO_IR_ATTRIBUTES_H_
+#define TPUOFF_HLO_IR_ATTRIBUTES_H_
 
 #include <cstdint>
 #include <map>
@@ -170,4 +170,4 @@ struct HloAttributes {
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_ATTRIBUTES_H_
+#endif  // TPUOFF_HLO_IR_ATTRIBUTES_H_

@@ -1,7 +1,7 @@
 // An XlaBuilder-style builder: ops are cheap handles, shapes are inferred at
 // each call, and the first error is reported by Build().
-#ifndef TPUOFF_HLO_BUILDER_H_
-#define TPUOFF_HLO_BUILDER_H_
+#ifndef TPUOFF_HLO_IR_BUILDER_H_
+#define TPUOFF_HLO_IR_BUILDER_H_
 
 #include <map>
 #include <memory>
@@ -172,4 +172,4 @@ XlaOp Neg(XlaOp x);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_BUILDER_H_
+#endif  // TPUOFF_HLO_IR_BUILDER_H_

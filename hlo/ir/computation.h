@@ -1,7 +1,7 @@
 // A computation owns its instructions, kept in an order where operands come
 // before users (the order they were added in).
-#ifndef TPUOFF_HLO_COMPUTATION_H_
-#define TPUOFF_HLO_COMPUTATION_H_
+#ifndef TPUOFF_HLO_IR_COMPUTATION_H_
+#define TPUOFF_HLO_IR_COMPUTATION_H_
 
 #include <memory>
 #include <string>
@@ -72,4 +72,4 @@ class HloComputation {
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_COMPUTATION_H_
+#endif  // TPUOFF_HLO_IR_COMPUTATION_H_

@@ -1,6 +1,6 @@
 // bf16 / f16 <-> f32 conversions with round-to-nearest-even, as XLA:CPU does.
-#ifndef TPUOFF_HLO_FLOAT16_H_
-#define TPUOFF_HLO_FLOAT16_H_
+#ifndef TPUOFF_HLO_IR_FLOAT16_H_
+#define TPUOFF_HLO_IR_FLOAT16_H_
 
 #include <cstdint>
 #include <cstring>
@@ -32,4 +32,4 @@ uint16_t F32ToF16(float f);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_FLOAT16_H_
+#endif  // TPUOFF_HLO_IR_FLOAT16_H_

@@ -1,7 +1,7 @@
 // One HLO instruction. Owned by its computation; operand and user links are
 // raw pointers into the same computation.
-#ifndef TPUOFF_HLO_INSTRUCTION_H_
-#define TPUOFF_HLO_INSTRUCTION_H_
+#ifndef TPUOFF_HLO_IR_INSTRUCTION_H_
+#define TPUOFF_HLO_IR_INSTRUCTION_H_
 
 #include <cstdint>
 #include <memory>
@@ -109,4 +109,4 @@ class HloInstruction {
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_INSTRUCTION_H_
+#endif  // TPUOFF_HLO_IR_INSTRUCTION_H_

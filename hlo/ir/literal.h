@@ -1,7 +1,7 @@
 // A dense array (row-major bytes) or a tuple of literals. Used for constants
 // and as the host-side value of inputs and outputs.
-#ifndef TPUOFF_HLO_LITERAL_H_
-#define TPUOFF_HLO_LITERAL_H_
+#ifndef TPUOFF_HLO_IR_LITERAL_H_
+#define TPUOFF_HLO_IR_LITERAL_H_
 
 #include <cstdint>
 #include <memory>
@@ -100,4 +100,4 @@ Literal Literal::FromVector(PrimitiveType type, std::vector<int64_t> dims,
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_LITERAL_H_
+#endif  // TPUOFF_HLO_IR_LITERAL_H_

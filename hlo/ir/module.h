@@ -1,6 +1,6 @@
 // A module owns its computations, callees before callers; one is the entry.
-#ifndef TPUOFF_HLO_MODULE_H_
-#define TPUOFF_HLO_MODULE_H_
+#ifndef TPUOFF_HLO_IR_MODULE_H_
+#define TPUOFF_HLO_IR_MODULE_H_
 
 #include <memory>
 #include <optional>
@@ -84,4 +84,4 @@ class HloModule {
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_MODULE_H_
+#endif  // TPUOFF_HLO_IR_MODULE_H_

@@ -1,7 +1,7 @@
 // Every opcode once: enum name, HLO text name, operand count (-1 = variadic)
 // and kind. This table drives names, arity checks, printing and parsing.
-#ifndef TPUOFF_HLO_OPCODE_H_
-#define TPUOFF_HLO_OPCODE_H_
+#ifndef TPUOFF_HLO_IR_OPCODE_H_
+#define TPUOFF_HLO_IR_OPCODE_H_
 
 #include <optional>
 
@@ -113,4 +113,4 @@ int NumOpcodes();
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_OPCODE_H_
+#endif  // TPUOFF_HLO_IR_OPCODE_H_

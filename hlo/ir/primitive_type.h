@@ -1,6 +1,6 @@
 // Element types, numbered as XLA's PrimitiveType so proto export is a cast.
-#ifndef TPUOFF_HLO_PRIMITIVE_TYPE_H_
-#define TPUOFF_HLO_PRIMITIVE_TYPE_H_
+#ifndef TPUOFF_HLO_IR_PRIMITIVE_TYPE_H_
+#define TPUOFF_HLO_IR_PRIMITIVE_TYPE_H_
 
 #include <cstdint>
 #include <string>
@@ -50,4 +50,4 @@ inline bool IsArrayType(PrimitiveType t) {
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_PRIMITIVE_TYPE_H_
+#endif  // TPUOFF_HLO_IR_PRIMITIVE_TYPE_H_

@@ -1,7 +1,7 @@
 // Array and tuple shapes. Arrays carry a minor-to-major layout; the default
 // (and the only one the emulator computes in) is row-major.
-#ifndef TPUOFF_HLO_SHAPE_H_
-#define TPUOFF_HLO_SHAPE_H_
+#ifndef TPUOFF_HLO_IR_SHAPE_H_
+#define TPUOFF_HLO_IR_SHAPE_H_
 
 #include <cstdint>
 #include <string>
@@ -76,4 +76,4 @@ inline int64_t LinearIndex(absl::Span<const int64_t> index,
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_SHAPE_H_
+#endif  // TPUOFF_HLO_IR_SHAPE_H_

@@ -1,7 +1,7 @@
 // Shape rules for every opcode. Used by the builder (to compute result
 // shapes) and by the verifier (to check declared shapes).
-#ifndef TPUOFF_HLO_SHAPE_INFERENCE_H_
-#define TPUOFF_HLO_SHAPE_INFERENCE_H_
+#ifndef TPUOFF_HLO_IR_SHAPE_INFERENCE_H_
+#define TPUOFF_HLO_IR_SHAPE_INFERENCE_H_
 
 #include <vector>
 
@@ -31,4 +31,4 @@ int64_t ReplicaGroupSize(const ReplicaGroups& groups);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_SHAPE_INFERENCE_H_
+#endif  // TPUOFF_HLO_IR_SHAPE_INFERENCE_H_

@@ -1,6 +1,6 @@
 // Debian's abseil (20220623) ships no status macros; these are the two we use.
-#ifndef TPUOFF_HLO_STATUS_MACROS_H_
-#define TPUOFF_HLO_STATUS_MACROS_H_
+#ifndef TPUOFF_HLO_IR_STATUS_MACROS_H_
+#define TPUOFF_HLO_IR_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,4 +22,4 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   TPUOFF_ASSIGN_OR_RETURN_IMPL(TPUOFF_CONCAT(_tpuoff_sor_, __LINE__), lhs, expr)
 
-#endif  // TPUOFF_HLO_STATUS_MACROS_H_
+#endif  // TPUOFF_HLO_IR_STATUS_MACROS_H_

@@ -1,7 +1,7 @@
 // Structural and shape checks of a whole module. Errors name the computation
 // and the instruction.
-#ifndef TPUOFF_HLO_VERIFIER_H_
-#define TPUOFF_HLO_VERIFIER_H_
+#ifndef TPUOFF_HLO_IR_VERIFIER_H_
+#define TPUOFF_HLO_IR_VERIFIER_H_
 
 #include "absl/status/status.h"
 #include "hlo/ir/module.h"
@@ -12,4 +12,4 @@ absl::Status VerifyModule(const HloModule& module);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_VERIFIER_H_
+#endif  // TPUOFF_HLO_IR_VERIFIER_H_

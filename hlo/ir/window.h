@@ -1,6 +1,6 @@
 // Sliding windows (reduce-window): XLA's text form and output-size rule.
-#ifndef TPUOFF_HLO_WINDOW_H_
-#define TPUOFF_HLO_WINDOW_H_
+#ifndef TPUOFF_HLO_IR_WINDOW_H_
+#define TPUOFF_HLO_IR_WINDOW_H_
 
 #include <cstdint>
 #include <string>
@@ -26,4 +26,4 @@ absl::StatusOr<std::vector<int64_t>> WindowOutputDimensions(
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_WINDOW_H_
+#endif  // TPUOFF_HLO_IR_WINDOW_H_

@@ -2,8 +2,8 @@
 // messages, shared by proto_export.cc and proto_import.cc. Internal to hlo/
 // .cc files: this is the only hlo/ header that includes the generated .pb.h,
 // and no IR header includes it.
-#ifndef TPUOFF_HLO_PROTO_INTERNAL_H_
-#define TPUOFF_HLO_PROTO_INTERNAL_H_
+#ifndef TPUOFF_HLO_PROTO_PROTO_INTERNAL_H_
+#define TPUOFF_HLO_PROTO_PROTO_INTERNAL_H_
 
 #include <cstdint>
 #include <string>
@@ -101,4 +101,4 @@ bool IsPermutation(const std::vector<int64_t>& perm, int64_t n);
 
 }  // namespace tpuoff::hlo::proto_internal
 
-#endif  // TPUOFF_HLO_PROTO_INTERNAL_H_
+#endif  // TPUOFF_HLO_PROTO_PROTO_INTERNAL_H_

@@ -1,8 +1,8 @@
 // Conversion between the IR and XLA's HloModuleProto (proto/hlo.proto), in
 // binary wire format and in the protobuf JSON mapping. The .pb.h stays inside
 // the .cc files: IR headers never include it.
-#ifndef TPUOFF_HLO_PROTO_IO_H_
-#define TPUOFF_HLO_PROTO_IO_H_
+#ifndef TPUOFF_HLO_PROTO_PROTO_IO_H_
+#define TPUOFF_HLO_PROTO_PROTO_IO_H_
 
 #include <memory>
 #include <string>
@@ -26,4 +26,4 @@ absl::StatusOr<std::unique_ptr<HloModule>> ModuleFromProtoJson(absl::string_view
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_PROTO_IO_H_
+#endif  // TPUOFF_HLO_PROTO_PROTO_IO_H_

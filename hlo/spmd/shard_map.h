@@ -9,14 +9,14 @@
 // The result is the per-device SPMD module XLA runs after partitioning
 // (num_partitions=N; entry parameters and root annotated with sharding=
 // saying how the global arrays are split; global shapes recorded as in
-// hlo/sharding_util.h), or with ShardMapOptions::global_form the global
+// hlo/spmd/sharding_util.h), or with ShardMapOptions::global_form the global
 // program JAX lowers a shard_map to: custom-call Sharding ->
 // SPMDFullToShardShape ({manual}) -> body -> Sharding ({manual}) ->
 // SPMDShardToFullShape, which XLA's SPMD partitioner accepts.
 //
 // This is not an automatic partitioner: the caller decides every split.
-#ifndef TPUOFF_HLO_SHARD_MAP_H_
-#define TPUOFF_HLO_SHARD_MAP_H_
+#ifndef TPUOFF_HLO_SPMD_SHARD_MAP_H_
+#define TPUOFF_HLO_SPMD_SHARD_MAP_H_
 
 #include <cstdint>
 #include <functional>
@@ -143,4 +143,4 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_SHARD_MAP_H_
+#endif  // TPUOFF_HLO_SPMD_SHARD_MAP_H_

@@ -8,8 +8,8 @@
 // cannot be recovered from the per-device shape alone, so ShardMap records
 // the global shapes in two module frontend attributes (below); without them
 // the global size is the per-device size times the tile count.
-#ifndef TPUOFF_HLO_SHARDING_UTIL_H_
-#define TPUOFF_HLO_SHARDING_UTIL_H_
+#ifndef TPUOFF_HLO_SPMD_SHARDING_UTIL_H_
+#define TPUOFF_HLO_SPMD_SHARDING_UTIL_H_
 
 #include <cstdint>
 #include <string>
@@ -84,4 +84,4 @@ absl::StatusOr<PartitionedSignature> GetPartitionedSignature(const HloModule& mo
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_SHARDING_UTIL_H_
+#endif  // TPUOFF_HLO_SPMD_SHARDING_UTIL_H_

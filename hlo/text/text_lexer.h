@@ -2,8 +2,8 @@
 // context-free except for JSON-like `{...}` values, which the parser asks
 // for explicitly. Never fails hard: bad input yields a kError token whose
 // message says why.
-#ifndef TPUOFF_HLO_TEXT_LEXER_H_
-#define TPUOFF_HLO_TEXT_LEXER_H_
+#ifndef TPUOFF_HLO_TEXT_TEXT_LEXER_H_
+#define TPUOFF_HLO_TEXT_TEXT_LEXER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -107,4 +107,4 @@ bool IsJsonDict(absl::string_view s);
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_TEXT_LEXER_H_
+#endif  // TPUOFF_HLO_TEXT_TEXT_LEXER_H_

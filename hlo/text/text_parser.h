@@ -1,8 +1,8 @@
 // Parses XLA's HLO text syntax into a module. Errors carry file:line:col and
 // the offending token; unsupported syntax is UNIMPLEMENTED, malformed input
 // INVALID_ARGUMENT. The parser never crashes on any input.
-#ifndef TPUOFF_HLO_TEXT_PARSER_H_
-#define TPUOFF_HLO_TEXT_PARSER_H_
+#ifndef TPUOFF_HLO_TEXT_TEXT_PARSER_H_
+#define TPUOFF_HLO_TEXT_TEXT_PARSER_H_
 
 #include <cstdint>
 #include <memory>
@@ -45,4 +45,4 @@ absl::StatusOr<std::unique_ptr<HloModule>> ParseHloText(
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_TEXT_PARSER_H_
+#endif  // TPUOFF_HLO_TEXT_TEXT_PARSER_H_

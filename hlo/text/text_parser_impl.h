@@ -2,8 +2,8 @@
 // in two phases: the grammar phase turns text into Parsed* records (names
 // still unresolved), the build phase resolves names, orders computations and
 // instructions by dependency, infers omitted shapes and creates the IR.
-#ifndef TPUOFF_HLO_TEXT_PARSER_IMPL_H_
-#define TPUOFF_HLO_TEXT_PARSER_IMPL_H_
+#ifndef TPUOFF_HLO_TEXT_TEXT_PARSER_IMPL_H_
+#define TPUOFF_HLO_TEXT_TEXT_PARSER_IMPL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -177,4 +177,4 @@ inline constexpr int64_t kMaxRank = 64;
 
 }  // namespace tpuoff::hlo::text_internal
 
-#endif  // TPUOFF_HLO_TEXT_PARSER_IMPL_H_
+#endif  // TPUOFF_HLO_TEXT_TEXT_PARSER_IMPL_H_

@@ -4,8 +4,8 @@
 // nan(0x...) for NaN payloads, -0.0). For a verified module,
 // ParseHloText(PrintModule(m)) rebuilds it (up to values XLA treats as
 // defaults and does not print) and printing that gives the same text.
-#ifndef TPUOFF_HLO_TEXT_PRINTER_H_
-#define TPUOFF_HLO_TEXT_PRINTER_H_
+#ifndef TPUOFF_HLO_TEXT_TEXT_PRINTER_H_
+#define TPUOFF_HLO_TEXT_TEXT_PRINTER_H_
 
 #include <string>
 
@@ -32,4 +32,4 @@ std::string PrintInstruction(const HloInstruction& instruction,
 
 }  // namespace tpuoff::hlo
 
-#endif  // TPUOFF_HLO_TEXT_PRINTER_H_
+#endif  // TPUOFF_HLO_TEXT_TEXT_PRINTER_H_

@@ -21,7 +21,7 @@ using hlo::PrimitiveType;
 using namespace elementwise;  // NOLINT: the op structs and rounding helpers
 
 
-// Ops with a vectorised f32 array form (runtime/simd_math.h); other ops
+// Ops with a vectorised f32 array form (runtime/cpu/simd_math.h); other ops
 // and types use the scalar Apply.
 template <class Op>
 constexpr void (*kVectorF32)(const float*, float*, int64_t) = nullptr;

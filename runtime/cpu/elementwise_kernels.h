@@ -4,8 +4,8 @@
 // chain equals the op-by-op result bit for bit), f64 -> double. Every kernel
 // is a template over the op and the element type; GetXxxKernel is the one
 // dispatch point per kernel family.
-#ifndef TPUOFF_RUNTIME_ELEMENTWISE_KERNELS_H_
-#define TPUOFF_RUNTIME_ELEMENTWISE_KERNELS_H_
+#ifndef TPUOFF_RUNTIME_CPU_ELEMENTWISE_KERNELS_H_
+#define TPUOFF_RUNTIME_CPU_ELEMENTWISE_KERNELS_H_
 
 #include <cstdint>
 
@@ -75,4 +75,4 @@ void FillIota(hlo::PrimitiveType type, int64_t start, void* out, int64_t n);
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_ELEMENTWISE_KERNELS_H_
+#endif  // TPUOFF_RUNTIME_CPU_ELEMENTWISE_KERNELS_H_

@@ -3,8 +3,8 @@
 // wrapping, division and shift rules, NaN-propagating max/min, and the
 // compute-representation rounding of 16-bit floats (see
 // elementwise_kernels.h). Internal to runtime/.
-#ifndef TPUOFF_RUNTIME_ELEMENTWISE_OPS_H_
-#define TPUOFF_RUNTIME_ELEMENTWISE_OPS_H_
+#ifndef TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
+#define TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
 
 #include <cmath>
 #include <cstdint>
@@ -286,4 +286,4 @@ struct ShraOp {
 
 }  // namespace tpuoff::runtime::elementwise
 
-#endif  // TPUOFF_RUNTIME_ELEMENTWISE_OPS_H_
+#endif  // TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_

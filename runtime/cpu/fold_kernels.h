@@ -1,12 +1,12 @@
 // Folding blocks of values into a few accumulator lanes, for the streaming
-// reductions of fused loops (runtime/loop_program.h): lane l accumulates
+// reductions of fused loops (runtime/emulator/loop_program.h): lane l accumulates
 // elements l, l + kFoldLanes, l + 2 kFoldLanes, ... of each block, in order,
 // starting from the reducer's identity. One read per element and the lanes
 // stay in registers, where folding into a block-wide accumulator would read
 // and write it for every element. The order is fixed, so results do not
 // depend on how blocks are split across threads.
-#ifndef TPUOFF_RUNTIME_FOLD_KERNELS_H_
-#define TPUOFF_RUNTIME_FOLD_KERNELS_H_
+#ifndef TPUOFF_RUNTIME_CPU_FOLD_KERNELS_H_
+#define TPUOFF_RUNTIME_CPU_FOLD_KERNELS_H_
 
 #include <cstdint>
 
@@ -44,4 +44,4 @@ bool ReducerIdentity(hlo::HloOpcode op, hlo::PrimitiveType type, void* out);
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_FOLD_KERNELS_H_
+#endif  // TPUOFF_RUNTIME_CPU_FOLD_KERNELS_H_

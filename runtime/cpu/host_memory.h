@@ -5,8 +5,8 @@
 // fresh memory costs a page fault per 4 KiB (for GiB-sized logits and
 // dlogits, as much as the whole computation). The cache never changes the
 // simulated HBM accounting, which is done by Device.
-#ifndef TPUOFF_RUNTIME_HOST_MEMORY_H_
-#define TPUOFF_RUNTIME_HOST_MEMORY_H_
+#ifndef TPUOFF_RUNTIME_CPU_HOST_MEMORY_H_
+#define TPUOFF_RUNTIME_CPU_HOST_MEMORY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -31,4 +31,4 @@ inline constexpr size_t kHostCacheMinBytes = size_t{1} << 20;
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_HOST_MEMORY_H_
+#endif  // TPUOFF_RUNTIME_CPU_HOST_MEMORY_H_

@@ -5,8 +5,8 @@
 // per barrier. A loop is cut into a fixed set of contiguous pieces handed
 // out first come first served (a thread slowed by other load takes fewer);
 // callers keep results independent of which thread runs which piece.
-#ifndef TPUOFF_RUNTIME_PARALLEL_H_
-#define TPUOFF_RUNTIME_PARALLEL_H_
+#ifndef TPUOFF_RUNTIME_CPU_PARALLEL_H_
+#define TPUOFF_RUNTIME_CPU_PARALLEL_H_
 
 #include <cstdint>
 
@@ -28,4 +28,4 @@ int MaxParallelism();
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_PARALLEL_H_
+#endif  // TPUOFF_RUNTIME_CPU_PARALLEL_H_

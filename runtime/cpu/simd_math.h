@@ -10,8 +10,8 @@
 // exp(NaN) = NaN, exp(-inf) = 0, exp(x > 88.73) = inf, gradual underflow to
 // subnormals; log(x < 0) = NaN, log(0) = -inf, log(inf) = inf, log(NaN) =
 // NaN, subnormal inputs handled exactly.
-#ifndef TPUOFF_RUNTIME_SIMD_MATH_H_
-#define TPUOFF_RUNTIME_SIMD_MATH_H_
+#ifndef TPUOFF_RUNTIME_CPU_SIMD_MATH_H_
+#define TPUOFF_RUNTIME_CPU_SIMD_MATH_H_
 
 #include <cstdint>
 #include <cstring>
@@ -143,4 +143,4 @@ void ExpShifted(const float* x, float shift, float* y, int64_t n);
 
 }  // namespace tpuoff::runtime::simd
 
-#endif  // TPUOFF_RUNTIME_SIMD_MATH_H_
+#endif  // TPUOFF_RUNTIME_CPU_SIMD_MATH_H_

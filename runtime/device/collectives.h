@@ -2,8 +2,8 @@
 // devices. The executor flattens every collective to contiguous chunks in
 // replica-group order, so a backend only moves and combines bytes; an MPI
 // backend can replace the in-process one without touching the executor.
-#ifndef TPUOFF_RUNTIME_COLLECTIVES_H_
-#define TPUOFF_RUNTIME_COLLECTIVES_H_
+#ifndef TPUOFF_RUNTIME_DEVICE_COLLECTIVES_H_
+#define TPUOFF_RUNTIME_DEVICE_COLLECTIVES_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -122,4 +122,4 @@ void CombineInto(hlo::PrimitiveType type, ReductionKind kind, const void* in,
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_COLLECTIVES_H_
+#endif  // TPUOFF_RUNTIME_DEVICE_COLLECTIVES_H_

@@ -67,7 +67,7 @@ absl::StatusOr<DeviceBuffer*> Device::Allocate(int64_t bytes,
   if (absl::Status s = CheckCapacity(bytes, op); !s.ok()) return s;
   // Host memory: 64-byte aligned, at least one cache line so empty arrays
   // still have a valid address; large blocks are recycled across runs
-  // (runtime/host_memory.h).
+  // (runtime/cpu/host_memory.h).
   void* data = HostAlloc(std::max<int64_t>(bytes, 1));
   if (data == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(

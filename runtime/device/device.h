@@ -1,8 +1,8 @@
 // A simulated TPU v6e core: HBM capacity, allocator statistics and a record of
 // every allocation and free. Buffers live in host memory; only their logical
 // byte sizes are accounted on the device.
-#ifndef TPUOFF_RUNTIME_DEVICE_H_
-#define TPUOFF_RUNTIME_DEVICE_H_
+#ifndef TPUOFF_RUNTIME_DEVICE_DEVICE_H_
+#define TPUOFF_RUNTIME_DEVICE_DEVICE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -108,4 +108,4 @@ std::string HumanBytes(int64_t bytes);
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_DEVICE_H_
+#endif  // TPUOFF_RUNTIME_DEVICE_DEVICE_H_

@@ -3,8 +3,8 @@
 // each global output from the devices' results by the root's sharding.
 // Uneven splits follow XLA (shards of ceil(S/t); the last ones padded): the
 // padding of split arguments is zero-filled and dropped on reassembly.
-#ifndef TPUOFF_RUNTIME_SHARDING_IO_H_
-#define TPUOFF_RUNTIME_SHARDING_IO_H_
+#ifndef TPUOFF_RUNTIME_DEVICE_SHARDING_IO_H_
+#define TPUOFF_RUNTIME_DEVICE_SHARDING_IO_H_
 
 #include <cstdint>
 #include <string>
@@ -49,4 +49,4 @@ absl::StatusOr<std::vector<hlo::Literal>> AssembleOutputs(
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_SHARDING_IO_H_
+#endif  // TPUOFF_RUNTIME_DEVICE_SHARDING_IO_H_

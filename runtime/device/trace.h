@@ -1,8 +1,8 @@
 // Execution trace in Chrome trace-event JSON (opens in Perfetto): one process
 // per simulated device, a complete event per executed op or fused group, and
 // a counter track "HBM bytes in use" per device.
-#ifndef TPUOFF_RUNTIME_TRACE_H_
-#define TPUOFF_RUNTIME_TRACE_H_
+#ifndef TPUOFF_RUNTIME_DEVICE_TRACE_H_
+#define TPUOFF_RUNTIME_DEVICE_TRACE_H_
 
 #include <cstdint>
 #include <mutex>
@@ -53,4 +53,4 @@ class Trace {
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_TRACE_H_
+#endif  // TPUOFF_RUNTIME_DEVICE_TRACE_H_

@@ -1,6 +1,6 @@
 // Internal: the state of one simulated device while it runs a module.
-#ifndef TPUOFF_RUNTIME_EXEC_CONTEXT_H_
-#define TPUOFF_RUNTIME_EXEC_CONTEXT_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_EXEC_CONTEXT_H_
+#define TPUOFF_RUNTIME_EMULATOR_EXEC_CONTEXT_H_
 
 #include <cstdint>
 #include <string>
@@ -38,4 +38,4 @@ absl::Status ExecuteCollective(ExecContext& ctx,
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_EXEC_CONTEXT_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_EXEC_CONTEXT_H_

@@ -151,7 +151,7 @@ void LoopArrays(const Frame& f, const Step& step, const LoopProgram& p,
   }
 }
 
-// Steps chain.first..chain.last as one row chain (runtime/row_chain.h).
+// Steps chain.first..chain.last as one row chain (runtime/emulator/row_chain.h).
 // Allocations and frees are accounted in the planned order, so HBM figures
 // are the step-by-step ones; the host memory of buffers freed inside the
 // chain goes back only after the chain has run, as later chunks still read

@@ -1,14 +1,14 @@
 // Public entry points of the host emulator: run an HLO module on one
 // simulated TPU v6e device, or an SPMD program on N devices that talk through
 // a CollectiveBackend. Each computation is planned once (schedule, fusion
-// groups, buffer lifetimes; see runtime/plan.h) and then run with OpenMP.
+// groups, buffer lifetimes; see runtime/emulator/plan.h) and then run with OpenMP.
 //
 // Numerics follow XLA:CPU: bf16/f16 are stored as 16 bits and computed in
 // f32 with round-to-nearest-even on every store; integer ops wrap; NaN/Inf
 // propagate; reductions combine in a fixed order, so outputs are
 // bit-identical for any thread count.
-#ifndef TPUOFF_RUNTIME_EXECUTOR_H_
-#define TPUOFF_RUNTIME_EXECUTOR_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_
+#define TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_
 
 #include <cstdint>
 #include <vector>
@@ -37,7 +37,7 @@ struct RunOptions {
   // result); for tests and debugging. Results are bit-identical either way.
   bool disable_fusion = false;
   // Run every fused step on its own instead of grouping steps into row
-  // chains (runtime/row_chain.h); for tests and debugging. Results and HBM
+  // chains (runtime/emulator/row_chain.h); for tests and debugging. Results and HBM
   // figures are bit-identical either way.
   bool disable_row_chains = false;
 };
@@ -75,4 +75,4 @@ absl::StatusOr<RunResult> RunSpmd(
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_EXECUTOR_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_

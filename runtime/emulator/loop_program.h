@@ -6,7 +6,7 @@
 // reverse, dynamic-slice with starts read when the loop starts), read
 // constants, or generate iota. Values constant along the minor dimension
 // (broadcast rows, scalars) are computed once per block and fed to the
-// kernels as scalars. Three forms (hlo/loop_fusion.h):
+// kernels as scalars. Three forms (hlo/analysis/loop_fusion.h):
 //  - elementwise: the root's block is stored to the output;
 //  - reduce: one or more sibling reductions over the trailing dimensions
 //    stream as the blocks are evaluated (reduce(exp(x - max)) never
@@ -14,8 +14,8 @@
 //    one pass);
 //  - update: the root's block is stored into a larger array at the
 //    dynamic-update-slice's (clamped) offset.
-#ifndef TPUOFF_RUNTIME_LOOP_PROGRAM_H_
-#define TPUOFF_RUNTIME_LOOP_PROGRAM_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_LOOP_PROGRAM_H_
+#define TPUOFF_RUNTIME_EMULATOR_LOOP_PROGRAM_H_
 
 #include <cstdint>
 #include <memory>
@@ -105,7 +105,7 @@ struct LoopReduceOutput {
   hlo::PrimitiveType type = hlo::PrimitiveType::kF32;
   StoreKernel store = nullptr;
   // Blocks fold into kFoldLanes lanes started at the reducer's identity
-  // (runtime/fold_kernels.h); nullptr: into a block-wide accumulator.
+  // (runtime/cpu/fold_kernels.h); nullptr: into a block-wide accumulator.
   FoldKernel fold = nullptr;
   // kFoldLanes copies of the identity (compute representation): the lanes'
   // starting value, copied with one memcpy per chunk.
@@ -202,7 +202,7 @@ struct Evaluator;
 // (elementwise programs) or one reduce output element, i.e. one segment of
 // the kept dimensions (reduce programs). Any split into unit ranges gives
 // bit-identical results: a segment is always reduced whole, in the same
-// order. Used by row chains (runtime/row_chain.h).
+// order. Used by row chains (runtime/emulator/row_chain.h).
 class LoopExecution {
  public:
   LoopExecution(const LoopProgram& program, absl::Span<const void* const> inputs,
@@ -238,4 +238,4 @@ class LoopExecution {
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_LOOP_PROGRAM_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_LOOP_PROGRAM_H_

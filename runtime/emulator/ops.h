@@ -2,8 +2,8 @@
 // (concatenate, pad, dynamic slices, gather, scatter, physical bitcast),
 // general reductions, dot (Eigen), and a scalar evaluator for reducer and
 // combiner computations. Arrays are row-major in storage representation.
-#ifndef TPUOFF_RUNTIME_OPS_H_
-#define TPUOFF_RUNTIME_OPS_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_OPS_H_
+#define TPUOFF_RUNTIME_EMULATOR_OPS_H_
 
 #include <cstdint>
 #include <memory>
@@ -86,4 +86,4 @@ absl::Status BitcastPhysicalKernel(const hlo::HloInstruction& instr,
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_OPS_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_OPS_H_

@@ -123,7 +123,7 @@ DotGeometry Geometry(const HloInstruction& instr) {
   return g;
 }
 
-// Scratch arrays from the recycling host allocator (runtime/host_memory.h):
+// Scratch arrays from the recycling host allocator (runtime/cpu/host_memory.h):
 // a dot inside a loop over vocab tiles converts operands of the same sizes
 // every iteration, and fresh memory would cost page faults each time.
 template <typename T>

@@ -1,7 +1,7 @@
 // reduce-window on the host: every output element folds its window of the
 // (base-dilated, padded) inputs into the init values with the reducer.
-#ifndef TPUOFF_RUNTIME_OPS_WINDOW_H_
-#define TPUOFF_RUNTIME_OPS_WINDOW_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_OPS_WINDOW_H_
+#define TPUOFF_RUNTIME_EMULATOR_OPS_WINDOW_H_
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -23,4 +23,4 @@ absl::Status ReduceWindowKernel(const hlo::HloInstruction& instr,
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_OPS_WINDOW_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_OPS_WINDOW_H_

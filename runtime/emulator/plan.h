@@ -1,10 +1,10 @@
 // The emulator's executable plan: the pure-IR hlo::BufferPlan (schedule,
-// fusion groups, buffer assignment and lifetimes; hlo/buffer_plan.h) plus a
+// fusion groups, buffer assignment and lifetimes; hlo/analysis/buffer_plan.h) plus a
 // compiled LoopProgram per fused step. The executor allocates and frees
 // exactly as the BufferPlan says, which is what lets the static HBM analysis
-// (hlo/memory_analysis.h) reproduce the emulator's peaks without running.
-#ifndef TPUOFF_RUNTIME_PLAN_H_
-#define TPUOFF_RUNTIME_PLAN_H_
+// (hlo/analysis/memory_analysis.h) reproduce the emulator's peaks without running.
+#ifndef TPUOFF_RUNTIME_EMULATOR_PLAN_H_
+#define TPUOFF_RUNTIME_EMULATOR_PLAN_H_
 
 #include <memory>
 
@@ -35,7 +35,7 @@ class ModulePlan {
   // Plans the module (hlo::BufferPlan::Build) and compiles every fused
   // step. INTERNAL if a fused group cannot be compiled or its program reads
   // something the plan does not keep alive.
-  // `row_chains`: group steps into row chains (runtime/row_chain.h) when
+  // `row_chains`: group steps into row chains (runtime/emulator/row_chain.h) when
   // fusion is enabled.
   static absl::StatusOr<std::unique_ptr<ModulePlan>> Build(
       const hlo::HloModule& module, const PlanOptions& options = {}, bool row_chains = true);
@@ -50,7 +50,7 @@ class ModulePlan {
   // The compiled loop of a kLoop / kLoopReduce step of this plan; nullptr
   // for other steps.
   const LoopProgram* program(const Step& step) const;
-  // The row chain (runtime/row_chain.h) starting at step `index` of `plan`,
+  // The row chain (runtime/emulator/row_chain.h) starting at step `index` of `plan`,
   // or nullptr.
   const RowChain* chain(const ComputationPlan& plan, int index) const;
 
@@ -64,4 +64,4 @@ class ModulePlan {
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_PLAN_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_PLAN_H_

@@ -21,8 +21,8 @@
 // The buffer plan is untouched: the executor allocates and frees (accounts)
 // in the planned order, and only returns the host memory of buffers freed
 // inside a chain once the whole chain has run.
-#ifndef TPUOFF_RUNTIME_ROW_CHAIN_H_
-#define TPUOFF_RUNTIME_ROW_CHAIN_H_
+#ifndef TPUOFF_RUNTIME_EMULATOR_ROW_CHAIN_H_
+#define TPUOFF_RUNTIME_EMULATOR_ROW_CHAIN_H_
 
 #include <cstdint>
 #include <functional>
@@ -58,4 +58,4 @@ void RunRowChain(const RowChain& chain, const std::vector<LoopExecution>& steps,
 
 }  // namespace tpuoff::runtime
 
-#endif  // TPUOFF_RUNTIME_ROW_CHAIN_H_
+#endif  // TPUOFF_RUNTIME_EMULATOR_ROW_CHAIN_H_

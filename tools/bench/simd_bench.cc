@@ -1,6 +1,6 @@
 // Microbenchmarks of the emulator's building blocks: vectorised exp/log
-// (runtime/simd_math.h) against libm, and the fork-join pool's per-loop
-// overhead (runtime/parallel.h).
+// (runtime/cpu/simd_math.h) against libm, and the fork-join pool's per-loop
+// overhead (runtime/cpu/parallel.h).
 #include <benchmark/benchmark.h>
 
 #include <cmath>

@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "hlo/ir/json.h"
 #include "hlo/spmd/sharding_util.h"
 #include "hlo/ir/status_macros.h"
 #include "kernels/build_kernel.h"
+#include "nlohmann/json.hpp"
 #include "runtime/emulator/executor.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/device/sharding_io.h"
@@ -108,23 +108,25 @@ absl::Status WriteBytes(const std::string& path, const void* data, int64_t size)
   return absl::OkStatus();
 }
 
-void FillTiming(const hlo::JsonValue* j, Timing* t) {
-  if (j == nullptr || j->is_null()) return;
-  if (const hlo::JsonValue* e = j->Find("error"); e && e->is_string()) {
-    t->error = e->string_value();
+void FillTiming(const nlohmann::json& j, Timing* t) {
+  if (!j.is_object()) return;
+  if (auto e = j.find("error"); e != j.end() && e->is_string()) {
+    t->error = e->get<std::string>();
     return;
   }
-  if (const hlo::JsonValue* m = j->Find("median_s"); m && m->is_number()) {
-    t->median = m->number_value();
+  if (auto m = j.find("median_s"); m != j.end() && m->is_number()) {
+    t->median = m->get<double>();
   }
-  if (const hlo::JsonValue* c = j->Find("compile_s"); c && c->is_number()) {
-    t->compile_seconds = c->number_value();
+  if (auto c = j.find("compile_s"); c != j.end() && c->is_number()) {
+    t->compile_seconds = c->get<double>();
   }
-  if (const hlo::JsonValue* r = j->Find("peak_rss_bytes"); r && r->is_number()) {
-    t->peak_rss_bytes = static_cast<int64_t>(r->number_value());
+  if (auto r = j.find("peak_rss_bytes"); r != j.end() && r->is_number()) {
+    t->peak_rss_bytes = static_cast<int64_t>(r->get<double>());
   }
-  if (const hlo::JsonValue* s = j->Find("times_s"); s && s->is_array()) {
-    for (const hlo::JsonValue& v : s->array()) t->samples.push_back(v.number_value());
+  if (auto s = j.find("times_s"); s != j.end() && s->is_array()) {
+    for (const auto& v : *s) {
+      if (v.is_number()) t->samples.push_back(v.get<double>());
+    }
   }
 }
 
@@ -200,13 +202,13 @@ void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const ch
   for (absl::string_view l : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
     line = std::string(l);
   }
-  absl::StatusOr<hlo::JsonValue> json = hlo::ParseJson(line, "bench_xla.py output");
-  if (status != 0 || !json.ok()) {
+  const nlohmann::json json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (status != 0 || !json.is_object()) {
     t->error = absl::StrCat("bench_xla.py ", flag, " failed (", ExitText(status), "); see ",
                             err_file);
     return;
   }
-  FillTiming(json->Find(key), t);
+  if (auto it = json.find(key); it != json.end()) FillTiming(*it, t);
 }
 
 bool IsGrpoKernel(const std::string& kernel) { return kernel.rfind("grpo_", 0) == 0; }

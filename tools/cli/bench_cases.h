@@ -9,8 +9,8 @@
 // has released the inputs and the emulator's cached host memory, RunXlaSide
 // (XLA:CPU and jax.jit in one Python process each), so the GiB-sized arrays
 // of one side never share the machine's memory with the other's.
-#ifndef TPUOFF_TOOLS_LIB_BENCH_CASES_H_
-#define TPUOFF_TOOLS_LIB_BENCH_CASES_H_
+#ifndef TPUOFF_TOOLS_CLI_BENCH_CASES_H_
+#define TPUOFF_TOOLS_CLI_BENCH_CASES_H_
 
 #include <cstdint>
 #include <optional>
@@ -103,4 +103,4 @@ void RunXlaSide(const BenchSettings& settings, CaseResult* r);
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_BENCH_CASES_H_
+#endif  // TPUOFF_TOOLS_CLI_BENCH_CASES_H_

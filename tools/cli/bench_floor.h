@@ -1,14 +1,14 @@
 // The physical references `tpuoff bench` measures next to the emulator:
 //  - a hand-fused floor: the GRPO (or entropy) math of GRPO_SPEC.md written
 //    as one streaming forward pass and one backward pass over the logits,
-//    with the vectorised exp of runtime/simd_math.h. It lives here, in the
+//    with the vectorised exp of runtime/cpu/simd_math.h. It lives here, in the
 //    benchmark, not in the runtime: it is what a hand-written kernel for this
 //    one computation costs on this machine;
 //  - this machine's streaming memory bandwidth (read and write), from which
 //    the bandwidth bound of a kernel follows;
 //  - the host's resident-set peak (VmHWM), resettable between runs.
-#ifndef TPUOFF_TOOLS_LIB_BENCH_FLOOR_H_
-#define TPUOFF_TOOLS_LIB_BENCH_FLOOR_H_
+#ifndef TPUOFF_TOOLS_CLI_BENCH_FLOOR_H_
+#define TPUOFF_TOOLS_CLI_BENCH_FLOOR_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -32,7 +32,7 @@ struct FreeDeleter {
 // What the floor computes: per-token forward values and, with the backward,
 // dlogits (the logits' shape and element type). dlogits is uninitialised
 // memory written once (no zero fill), from the same recycling host allocator
-// as the emulator's buffers (runtime/host_memory.h), so after a warm-up
+// as the emulator's buffers (runtime/cpu/host_memory.h), so after a warm-up
 // neither pays first-touch page faults.
 struct FloorOutputs {
   double loss = 0;  // GRPO only
@@ -85,4 +85,4 @@ double MaxScaledDifference(const void* a, const hlo::Literal& b, double atol, do
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_BENCH_FLOOR_H_
+#endif  // TPUOFF_TOOLS_CLI_BENCH_FLOOR_H_

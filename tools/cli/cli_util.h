@@ -1,7 +1,7 @@
 // Shared plumbing of the subcommands: exit codes, one-line error reports and
 // flag parsing with --help handling.
-#ifndef TPUOFF_TOOLS_LIB_CLI_UTIL_H_
-#define TPUOFF_TOOLS_LIB_CLI_UTIL_H_
+#ifndef TPUOFF_TOOLS_CLI_CLI_UTIL_H_
+#define TPUOFF_TOOLS_CLI_CLI_UTIL_H_
 
 #include <optional>
 #include <string>
@@ -37,4 +37,4 @@ std::optional<int> ParseFlagsOrExit(FlagSet& flags, absl::string_view command,
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_CLI_UTIL_H_
+#endif  // TPUOFF_TOOLS_CLI_CLI_UTIL_H_

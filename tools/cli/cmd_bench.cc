@@ -213,7 +213,7 @@ int BenchMain(const std::vector<std::string>& args) {
       "    tools/xla_check/setup_venv.sh prints), after the emulator's side has\n"
       "    released its memory, one Python process per side;\n"
       "  a hand-fused C++ floor: one streaming forward and one backward pass with\n"
-      "    vectorised exp (tools/lib/bench_floor.cc), checked against the\n"
+      "    vectorised exp (tools/cli/bench_floor.cc), checked against the\n"
       "    emulator's outputs;\n"
       "  the bandwidth bound: logits read in the forward and again in the\n"
       "    backward, dlogits written, at this machine's measured bandwidth.\n"

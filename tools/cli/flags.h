@@ -5,8 +5,8 @@
 // flags, missing or malformed values and wrong positional counts are
 // INVALID_ARGUMENT errors whose message says what was expected; the CLI maps
 // them to exit code 2. `--help` / `-h` is always accepted.
-#ifndef TPUOFF_TOOLS_LIB_FLAGS_H_
-#define TPUOFF_TOOLS_LIB_FLAGS_H_
+#ifndef TPUOFF_TOOLS_CLI_FLAGS_H_
+#define TPUOFF_TOOLS_CLI_FLAGS_H_
 
 #include <cstdint>
 #include <optional>
@@ -87,4 +87,4 @@ class FlagSet {
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_FLAGS_H_
+#endif  // TPUOFF_TOOLS_CLI_FLAGS_H_

@@ -1,7 +1,7 @@
 // The kernel-generation flags shared by dump/run/compare/memory/bench:
 // `--kernel=... --mode=... --batch --seq --vocab ...` -> a kernel module.
-#ifndef TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_
-#define TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_
+#ifndef TPUOFF_TOOLS_CLI_KERNEL_FLAGS_H_
+#define TPUOFF_TOOLS_CLI_KERNEL_FLAGS_H_
 
 #include <cstdint>
 #include <memory>
@@ -59,4 +59,4 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildKernelModule(
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_KERNEL_FLAGS_H_
+#endif  // TPUOFF_TOOLS_CLI_KERNEL_FLAGS_H_

@@ -1,8 +1,8 @@
-// Rendering of the static HBM analysis (hlo/memory_analysis.h) for
+// Rendering of the static HBM analysis (hlo/analysis/memory_analysis.h) for
 // `tpuoff memory`: a human-readable report and a JSON document, one section
 // per group of identical devices.
-#ifndef TPUOFF_TOOLS_LIB_MEMORY_REPORT_H_
-#define TPUOFF_TOOLS_LIB_MEMORY_REPORT_H_
+#ifndef TPUOFF_TOOLS_CLI_MEMORY_REPORT_H_
+#define TPUOFF_TOOLS_CLI_MEMORY_REPORT_H_
 
 #include <cstdint>
 #include <string>
@@ -35,4 +35,4 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_MEMORY_REPORT_H_
+#endif  // TPUOFF_TOOLS_CLI_MEMORY_REPORT_H_

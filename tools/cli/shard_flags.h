@@ -1,7 +1,7 @@
 // The sharding flags of dump/run/compare: `--mesh=N --shard=none|batch|vocab
 // [--global-form]` on top of the kernel flags -> a (per-device) module.
-#ifndef TPUOFF_TOOLS_LIB_SHARD_FLAGS_H_
-#define TPUOFF_TOOLS_LIB_SHARD_FLAGS_H_
+#ifndef TPUOFF_TOOLS_CLI_SHARD_FLAGS_H_
+#define TPUOFF_TOOLS_CLI_SHARD_FLAGS_H_
 
 #include <cstdint>
 #include <memory>
@@ -45,4 +45,4 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildShardedModule(const KernelF
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_SHARD_FLAGS_H_
+#endif  // TPUOFF_TOOLS_CLI_SHARD_FLAGS_H_

@@ -1,10 +1,10 @@
 // The registry of `tpuoff` subcommands. Adding one is one line in
-// TPUOFF_SUBCOMMANDS plus its XxxMain in a tools/lib/cmd_xxx.cc.
+// TPUOFF_SUBCOMMANDS plus its XxxMain in a tools/cli/cmd_xxx.cc.
 //
 // Exit codes shared by every subcommand: 0 success, 1 failure (bad input file,
 // verification error, out of HBM, mismatch...), 2 usage error.
-#ifndef TPUOFF_TOOLS_LIB_SUBCOMMANDS_H_
-#define TPUOFF_TOOLS_LIB_SUBCOMMANDS_H_
+#ifndef TPUOFF_TOOLS_CLI_SUBCOMMANDS_H_
+#define TPUOFF_TOOLS_CLI_SUBCOMMANDS_H_
 
 #include <string>
 #include <vector>
@@ -49,4 +49,4 @@ int TpuoffMain(int argc, char** argv);
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_SUBCOMMANDS_H_
+#endif  // TPUOFF_TOOLS_CLI_SUBCOMMANDS_H_

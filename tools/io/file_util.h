@@ -1,8 +1,8 @@
 // File helpers for the CLI: whole-file reads, atomic writes (never leave a
 // partial file behind), "-" meaning stdin/stdout, and a staged output
 // directory whose contents appear all at once.
-#ifndef TPUOFF_TOOLS_LIB_FILE_UTIL_H_
-#define TPUOFF_TOOLS_LIB_FILE_UTIL_H_
+#ifndef TPUOFF_TOOLS_IO_FILE_UTIL_H_
+#define TPUOFF_TOOLS_IO_FILE_UTIL_H_
 
 #include <string>
 #include <vector>
@@ -61,4 +61,4 @@ class StagedDirectory {
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_FILE_UTIL_H_
+#endif  // TPUOFF_TOOLS_IO_FILE_UTIL_H_

@@ -1,7 +1,7 @@
 // Reads a module's arguments from a directory of .npy files, one per entry
 // parameter, named <parameter name>.npy.
-#ifndef TPUOFF_TOOLS_LIB_INPUT_LOADER_H_
-#define TPUOFF_TOOLS_LIB_INPUT_LOADER_H_
+#ifndef TPUOFF_TOOLS_IO_INPUT_LOADER_H_
+#define TPUOFF_TOOLS_IO_INPUT_LOADER_H_
 
 #include <string>
 #include <vector>
@@ -25,4 +25,4 @@ absl::StatusOr<std::vector<hlo::Literal>> LoadInputsFromDirectory(
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_INPUT_LOADER_H_
+#endif  // TPUOFF_TOOLS_IO_INPUT_LOADER_H_

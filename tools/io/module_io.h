@@ -1,7 +1,7 @@
 // Loading and saving whole HLO modules in the three formats the CLI speaks:
 // HLO text, binary HloModuleProto and its protobuf JSON mapping.
-#ifndef TPUOFF_TOOLS_LIB_MODULE_IO_H_
-#define TPUOFF_TOOLS_LIB_MODULE_IO_H_
+#ifndef TPUOFF_TOOLS_IO_MODULE_IO_H_
+#define TPUOFF_TOOLS_IO_MODULE_IO_H_
 
 #include <memory>
 #include <string>
@@ -39,4 +39,4 @@ absl::StatusOr<std::string> SerializeModule(const hlo::HloModule& module,
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_MODULE_IO_H_
+#endif  // TPUOFF_TOOLS_IO_MODULE_IO_H_

@@ -14,8 +14,8 @@
 //
 // Write: array literals only; bf16/f16 are written as float32, pred as bool,
 // sN/uN as intN/uintN, f32/f64 as themselves.
-#ifndef TPUOFF_TOOLS_LIB_NPY_H_
-#define TPUOFF_TOOLS_LIB_NPY_H_
+#ifndef TPUOFF_TOOLS_IO_NPY_H_
+#define TPUOFF_TOOLS_IO_NPY_H_
 
 #include <cstdint>
 #include <string>
@@ -80,4 +80,4 @@ absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal);
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_NPY_H_
+#endif  // TPUOFF_TOOLS_IO_NPY_H_

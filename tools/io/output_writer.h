@@ -1,7 +1,7 @@
 // Naming, checksumming and writing a run's outputs: one .npy per result leaf
 // plus manifest.json, published atomically through a StagedDirectory.
-#ifndef TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_
-#define TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_
+#ifndef TPUOFF_TOOLS_IO_OUTPUT_WRITER_H_
+#define TPUOFF_TOOLS_IO_OUTPUT_WRITER_H_
 
 #include <cstdint>
 #include <string>
@@ -49,4 +49,4 @@ absl::Status WriteOutputs(const std::string& dir,
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_OUTPUT_WRITER_H_
+#endif  // TPUOFF_TOOLS_IO_OUTPUT_WRITER_H_

@@ -3,8 +3,8 @@
 // shardings, the program runs on every simulated device, and the global
 // outputs are reassembled by the root's sharding (replicated outputs must
 // agree bitwise across devices).
-#ifndef TPUOFF_TOOLS_LIB_PARTITIONED_IO_H_
-#define TPUOFF_TOOLS_LIB_PARTITIONED_IO_H_
+#ifndef TPUOFF_TOOLS_IO_PARTITIONED_IO_H_
+#define TPUOFF_TOOLS_IO_PARTITIONED_IO_H_
 
 #include <memory>
 #include <string>
@@ -37,4 +37,4 @@ absl::StatusOr<runtime::RunResult> RunPartitioned(const hlo::HloModule& module,
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_PARTITIONED_IO_H_
+#endif  // TPUOFF_TOOLS_IO_PARTITIONED_IO_H_

@@ -9,8 +9,8 @@
 // Each parameter draws from its own stream seeded by (seed, name, device),
 // split into fixed chunks generated in parallel, so values depend on neither
 // parameter order nor the thread count.
-#ifndef TPUOFF_TOOLS_LIB_RANDOM_INPUTS_H_
-#define TPUOFF_TOOLS_LIB_RANDOM_INPUTS_H_
+#ifndef TPUOFF_TOOLS_IO_RANDOM_INPUTS_H_
+#define TPUOFF_TOOLS_IO_RANDOM_INPUTS_H_
 
 #include <cstdint>
 #include <optional>
@@ -39,4 +39,4 @@ absl::StatusOr<std::vector<hlo::Literal>> MakeRandomInputs(
 
 }  // namespace tpuoff::tools
 
-#endif  // TPUOFF_TOOLS_LIB_RANDOM_INPUTS_H_
+#endif  // TPUOFF_TOOLS_IO_RANDOM_INPUTS_H_
