@@ -2,11 +2,13 @@
 
   load(case_dir)          -> (case.json dict, Params, {input name: array})
   evaluate(case, params, arrays) -> {output name: float64 array} by grpo_ref
-  compare(case_dir)       -> per-output agreement of the stored expected_*.npy with grpo_ref
+  compare(case_dir)       -> per-output agreement of the stored expected_*.npy with grpo_ref,
+                             and of the effect counts in its notes
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +42,19 @@ def evaluate(case: dict, params: ref.Params, arrays: dict) -> dict:
     return {n: np.asarray(out[n], dtype=np.float64) for n in names} | {"_terms": out["terms"]}
 
 
+def note_counts(case: dict) -> dict:
+    """The "notes" counts of a case ("... exercises clamped=19, is_over=2, ...")."""
+    return {k: int(v) for k, v in re.findall(r"\b(\w+)=(\d+)\b", case.get("notes", ""))}
+
+
 def compare(case_dir: Path) -> dict:
-    """{output: {max_abs, worst_ratio (|diff| / (atol + rtol |expected|)), ok}} for one case."""
+    """{output: {max_abs, worst_ratio (|diff| / (atol + rtol |expected|)), ok}} for one case,
+    plus "notes" when the case's notes count effects (clamped tokens, IS weights over the
+    cap, ...) the reference counts differently."""
     case, params, arrays = load(case_dir)
     got = evaluate(case, params, arrays)
+    diag = got["_terms"]["diag"]
+    differ = {k: (v, diag[k]) for k, v in note_counts(case).items() if k in diag and diag[k] != v}
     atol, rtol = case["tolerance"]["atol"], case["tolerance"]["rtol"]
     result = {}
     for name, spec in case["expected"].items():
@@ -59,4 +70,7 @@ def compare(case_dir: Path) -> dict:
                         "worst_ratio": float(ratio.max(initial=0.0)),
                         "worst_index": [int(v) for v in np.unravel_index(i, e.shape)] if e.ndim else [],
                         "n_bad": int(np.sum(ratio > 1.0))}
+    if differ:
+        result["notes"] = {"ok": False, "error": "effect counts (notes vs reference): " + ", ".join(
+            f"{k} {a} vs {b}" for k, (a, b) in sorted(differ.items()))}
     return result

@@ -5,7 +5,8 @@
 
 Every ROOT/<folder>/<case>/case.json is evaluated by the reference on the case's own
 inputs, and every expected_<output>.npy must agree within the case's tolerance
-(|reference - expected| <= atol + rtol*|expected|).  Used by ctest on ../shared/testdata
+(|reference - expected| <= atol + rtol*|expected|), and the effect counts a case's notes
+state (clamped=, is_over=, pg_dead=, ...) must be the reference's.  Used by ctest on ../shared/testdata
 (an independent implementation of GRPO_SPEC.md) when it exists.  Prints one line per
 case with the worst |difference| / tolerance; exit 1 when a case disagrees, cannot be
 read, or a folder has no case.
@@ -13,6 +14,7 @@ read, or a folder has no case.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -52,7 +54,7 @@ def main(argv=None) -> int:
                 print(f"FAIL {cid}: {type(e).__name__}: {e}", flush=True)
                 continue
             bad = {k: v for k, v in r.items() if not v["ok"]}
-            worst = max(v.get("worst_ratio", np.inf) for v in r.values())
+            worst = max(v.get("worst_ratio", 0.0) for v in r.values())
             worst_all = max(worst_all, worst)
             if bad:
                 detail = "; ".join(f"{k}: {describe(v)}" for k, v in bad.items())
@@ -60,7 +62,9 @@ def main(argv=None) -> int:
                 print(f"FAIL {cid}: {detail}", flush=True)
             else:
                 passed += 1
-                print(f"PASS {cid} ({len(r)} outputs, worst |ref-expected|/tol {worst:.2g})", flush=True)
+                counted = casefiles.note_counts(json.loads((d / "case.json").read_text()))
+                print(f"PASS {cid} ({len(r)} outputs, worst |ref-expected|/tol {worst:.2g}"
+                      f"{', effect counts agree' if counted else ''})", flush=True)
     print(f"{passed} cases agree, {len(failed)} fail; worst |ref-expected|/tolerance over all: {worst_all:.3g}")
     return 1 if failed or passed == 0 else 0
 

@@ -338,8 +338,10 @@ def policy_terms(logp, H, inputs: dict, p: Params, frozen: Optional[dict] = None
     if log_w is not None:
         log_cap = dm.log(p.is_cap)
         margins["is_cap"] = np.abs(log_w - log_cap)
-        diag["is_over"] = int((on & (log_w > log_cap)).sum())
-        diag["is_under"] = int((on & (log_w < log_cap)).sum())
+        # Tokens (is_level token) or rows (sequence) with the weight above / below the cap.
+        unit_lw, unit_on = (log_w, on) if p.is_level == "token" else (log_w[:, 0], np.ones(B, bool))
+        diag["is_over"] = int((unit_on & (unit_lw > log_cap)).sum())
+        diag["is_under"] = int((unit_on & (unit_lw < log_cap)).sum())
     diag["empty_rows"] = int((np.sum(mask, axis=1) == 0).sum())
     loss = float(np.sum(g * ptl))
     return {"per_token_loss": ptl, "loss": loss, "coef_logp": coef, "coef_H": coef_H, "g": g,
