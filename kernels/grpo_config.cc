@@ -197,6 +197,71 @@ absl::StatusOr<Json> ParseJsonText(const std::string& text, absl::string_view wh
   }
 }
 
+// The "Policy-loss variants (v2)" parameters of GRPO_SPEC.md, which GrpoConfig does
+// not hold yet: a case may name them at their default (the loss is then the v1 loss);
+// any other valid value is refused by name as not supported yet, an invalid one as
+// invalid. `values` lists a string option's values, default first; a numeric option
+// has none (its default is `number`, or unset when `optional_number`).
+struct V2Option {
+  const char* key;
+  std::vector<const char*> values;
+  double number = 0;
+  bool optional_number = false;
+};
+
+const std::vector<V2Option>& V2Options() {
+  static const auto* options = new std::vector<V2Option>{
+      {"policy_loss", {"ppo_clip", "gspo", "gspo_token", "cispo", "sapo"}},
+      {"kl_estimator", {"k3", "k1", "k2", "low_var_kl"}},
+      {"advantage_shape", {"sequence", "token"}},
+      {"empty_rows", {"count", "skip"}},
+      {"is_level", {"none", "token", "sequence"}},
+      {"is_mode", {"truncate", "mask"}},
+      {"log_ratio_clamp", {}, 0, true},
+      {"entropy_coef", {}, 0.0},
+      {"sapo_tau_pos", {}, 1.0},
+      {"sapo_tau_neg", {}, 1.05},
+      {"is_cap", {}, 2.0},
+      {"total_nonempty_rows", {}, 0, true},  // a run-time input, like total_valid_tokens
+  };
+  return *options;
+}
+
+// OK when `value` is `option`'s default; Unimplemented for another valid value.
+absl::Status CheckV2Option(const V2Option& option, const Json& value, absl::string_view what) {
+  const std::string not_yet = absl::StrCat(
+      what, "=", value.dump(),
+      ": a policy-loss variant (GRPO_SPEC.md v2) GrpoConfig does not support yet; only its "
+      "default is accepted");
+  if (!option.values.empty()) {
+    if (!value.is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " must be a string"));
+    }
+    const std::string s = value.get<std::string>();
+    for (size_t i = 0; i < option.values.size(); ++i) {
+      if (s != option.values[i]) continue;
+      return i == 0 ? absl::OkStatus() : absl::UnimplementedError(not_yet);
+    }
+    std::string allowed;
+    for (const char* v : option.values) absl::StrAppend(&allowed, allowed.empty() ? "" : "|", v);
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": unknown value '", s, "' (expected ", allowed, ")"));
+  }
+  if (value.is_null() && option.optional_number) return absl::OkStatus();
+  if (!value.is_number() || !std::isfinite(value.get<double>())) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be a finite number"));
+  }
+  if (!option.optional_number && value.get<double>() == option.number) return absl::OkStatus();
+  return absl::UnimplementedError(not_yet);
+}
+
+const V2Option* FindV2Option(absl::string_view key) {
+  for (const V2Option& option : V2Options()) {
+    if (key == option.key) return &option;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<GrpoConfig> ConfigFromJson(const Json& root,
                                           absl::string_view where) {
   if (!root.is_object()) {
@@ -280,6 +345,8 @@ absl::StatusOr<GrpoConfig> ConfigFromJson(const Json& root,
       } else if (key == "total_valid_tokens") {
         // The value itself is a run-time input (total_valid_tokens.npy).
         config.token_count_input = !value.is_null();
+      } else if (const V2Option* option = FindV2Option(key); option != nullptr) {
+        RETURN_IF_ERROR(CheckV2Option(*option, value, what));
       } else {
         return absl::InvalidArgumentError(absl::StrCat(what, ": unknown parameter"));
       }

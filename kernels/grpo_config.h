@@ -82,10 +82,15 @@ std::vector<std::string> GrpoParameterNames(const GrpoConfig& config,
 // lse; kBwd: dlogits; kFwdBwd: the five then dlogits.
 std::vector<std::string> GrpoOutputNames(KernelMode mode);
 
-// Reads a test-vector case (docs: testdata/README.md): `path_or_text` is
+// Reads a test-vector case (tests/testdata/README.md): `path_or_text` is
 // JSON text when it starts with '{', else a case.json path or the case's
 // directory. Only the fields of the config are read (block sizes keep their
 // defaults); unknown params are an error so typos do not pass silently.
+// The v2 policy-loss parameters (policy_loss, kl_estimator, log_ratio_clamp,
+// advantage_shape, entropy_coef, empty_rows, sapo_tau_pos/neg, is_level,
+// is_mode, is_cap, total_nonempty_rows) are recognised but GrpoConfig does not
+// hold them yet: at their defaults they are accepted, any other valid value is
+// Unimplemented naming the parameter, an invalid one InvalidArgument.
 absl::StatusOr<GrpoConfig> GrpoConfigFromCaseJson(absl::string_view path_or_text);
 
 }  // namespace tpuoff::kernels

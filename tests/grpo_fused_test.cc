@@ -1,8 +1,9 @@
-// The fused LM-head + GRPO kernel (grpo_fused_linear) against the shared
-// vectors (../shared/testdata/grpo_fused/<case>/, new folders are picked up
-// automatically) on the host emulator, for several vocab tile widths and
-// token chunks, and its structural guarantee: the [B,T,V] logits and their
-// gradient never exist, neither as an HLO value nor as a device allocation.
+// The fused LM-head + GRPO kernel (grpo_fused_linear) against the test
+// vectors (tests/testdata/grpo_fused/<case>/, and ../shared/testdata/grpo_fused/
+// when configured; new folders are picked up automatically) on the host
+// emulator, for several vocab tile widths and token chunks, and its structural
+// guarantee: the [B,T,V] logits and their gradient never exist, neither as an
+// HLO value nor as a device allocation.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -35,8 +36,8 @@
 #include "runtime/emulator/executor.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/kernel_flags.h"
-#include "tools/io/npy.h"
 #include "tools/io/partitioned_io.h"
+#include "tests/test_vectors.h"
 
 namespace tpuoff::kernels {
 namespace {
@@ -48,22 +49,11 @@ using hlo::Literal;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-std::filesystem::path CasesRoot() {
-  return std::filesystem::path(TPUOFF_SOURCE_DIR) / ".." / "shared" / "testdata" /
-         "grpo_fused";
-}
-
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(CasesRoot(), ec)) {
-    if (std::filesystem::exists(entry.path() / "case.json")) {
-      names.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using testvectors::AllClose;
+using testvectors::Case;
+using testvectors::LoadCase;
+using testvectors::LoadNpy;
+using testvectors::VectorCase;
 
 // ---------------------------------------------------------------------------
 // Structure.
@@ -300,9 +290,9 @@ std::pair<int, std::string> RunTpuoff(const std::string& args) {
 }
 
 TEST(GrpoFusedCliTest, CompareShardedAgainstUnshardedOnACase) {
-  const std::string dir = (CasesRoot() / "fused_bf16").string();
+  const std::string dir = (testvectors::OwnFolder("grpo_fused") / "fused_bf16").string();
   const std::string kernel =
-      "--kernel=grpo_fused_linear --mode=fwd_bwd --batch=2 --seq=16 --vocab=2100 --hidden=64 "
+      "--kernel=grpo_fused_linear --mode=fwd_bwd --batch=2 --seq=16 --vocab=2100 --hidden=32 "
       "--eps-high=0.3 --logits-dtype=bf16 --token-chunk=7 --inputs=" + dir;
   for (const char* shard : {"--shard=vocab --mesh=8", "--shard=batch --mesh=2"}) {
     auto [code, out] = RunTpuoff(absl::StrCat("compare ", kernel, " ", shard));
@@ -441,73 +431,7 @@ TEST(GrpoFusedMemoryTest, SeedShapes) {
 // ---------------------------------------------------------------------------
 // Numerics against the vectors.
 
-struct Case {
-  std::string name;
-  std::filesystem::path dir;
-  GrpoConfig config;
-  double atol = 0, rtol = 0;
-  std::map<std::string, std::vector<int64_t>> expected_shapes;
-};
-
-absl::StatusOr<Case> LoadCase(const std::string& name) {
-  Case c;
-  c.name = name;
-  c.dir = CasesRoot() / name;
-  absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(c.dir.string());
-  if (!config.ok()) return config.status();
-  c.config = *config;
-  std::ifstream in(c.dir / "case.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("tolerance") || !j["tolerance"].contains("atol") ||
-      !j["tolerance"].contains("rtol") || !j.contains("expected")) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": no tolerance or expected"));
-  }
-  c.atol = j["tolerance"]["atol"].get<double>();
-  c.rtol = j["tolerance"]["rtol"].get<double>();
-  for (const auto& [out, spec] : j["expected"].items()) {
-    std::vector<int64_t> dims;
-    if (spec.contains("shape")) {
-      for (const auto& d : spec["shape"]) dims.push_back(d.get<int64_t>());
-    }
-    c.expected_shapes[out] = dims;
-  }
-  return c;
-}
-
-absl::StatusOr<Literal> LoadNpy(const std::filesystem::path& path, const Shape& shape) {
-  absl::StatusOr<tools::NpyArray> array = tools::ReadNpyFile(path.string());
-  if (!array.ok()) return array.status();
-  return tools::NpyToLiteral(*array, shape, path.string());
-}
-
-// |got − expected| <= atol + rtol·|expected| everywhere.
-::testing::AssertionResult AllClose(const Literal& got, const Literal& expected, double atol,
-                                    double rtol) {
-  if (got.shape().dimensions() != expected.shape().dimensions()) {
-    return ::testing::AssertionFailure()
-           << "shape " << got.shape().ToString() << " vs " << expected.shape().ToString();
-  }
-  int64_t failures = 0, worst = -1;
-  double worst_excess = 0;
-  for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    const double g = got.GetAsDouble(i), e = expected.GetAsDouble(i);
-    const double excess = std::fabs(g - e) - (atol + rtol * std::fabs(e));
-    if (!(excess <= 0)) {
-      ++failures;
-      if (worst < 0 || !(excess <= worst_excess)) {
-        worst = i;
-        worst_excess = excess;
-      }
-    }
-  }
-  if (failures == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << failures << " of " << expected.num_elements() << " elements out of tolerance; worst #"
-         << worst << ": got " << got.GetAsDouble(worst) << " expected "
-         << expected.GetAsDouble(worst);
-}
-
-class GrpoFusedVectorsTest : public ::testing::TestWithParam<std::string> {
+class GrpoFusedVectorsTest : public ::testing::TestWithParam<VectorCase> {
  protected:
   void SetUp() override {
     absl::StatusOr<Case> c = LoadCase(GetParam());
@@ -659,10 +583,10 @@ TEST_P(GrpoFusedVectorsTest, FwdBwdFwdAndBwd) {
   }
 }
 
-// Batch sharding over 2 devices (B=2) with d_lm_head all-reduced or
-// reduce-scattered, vocab sharding over 8 (every case's V is uneven: the
-// last shards are padded) and over 3, with small tiles and token chunks
-// too; fwd_bwd, and fwd then bwd on the forward's lse/logp.
+// Batch sharding over 2 devices (B itself when B is odd) with d_lm_head
+// all-reduced or reduce-scattered, vocab sharding over 8 (every case's V is
+// uneven: the last shards are padded) and over 3, with small tiles and token
+// chunks too; fwd_bwd, and fwd then bwd on the forward's lse/logp.
 TEST_P(GrpoFusedVectorsTest, Sharded) {
   struct Layout {
     std::string label;
@@ -670,8 +594,10 @@ TEST_P(GrpoFusedVectorsTest, Sharded) {
     int64_t devices;
     bool scatter;
   };
-  const std::vector<Layout> layouts = {{"batch2", ShardKind::kBatch, 2, false},
-                                       {"batch2_scatter", ShardKind::kBatch, 2, true},
+  const int64_t nb = case_.config.batch % 2 == 0 ? 2 : case_.config.batch;
+  const std::vector<Layout> layouts = {{absl::StrCat("batch", nb), ShardKind::kBatch, nb, false},
+                                       {absl::StrCat("batch", nb, "_scatter"), ShardKind::kBatch,
+                                        nb, true},
                                        {"vocab8", ShardKind::kVocab, 8, false},
                                        {"vocab3", ShardKind::kVocab, 3, false}};
   GrpoConfig tiled = case_.config;
@@ -716,20 +642,15 @@ TEST_P(GrpoFusedVectorsTest, StructureOfEveryVariant) {
   }
 }
 
-std::string CaseTestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, GrpoFusedVectorsTest, ::testing::ValuesIn(CaseNames()),
-                         CaseTestName);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GrpoFusedVectorsTest);
+INSTANTIATE_TEST_SUITE_P(Cases, GrpoFusedVectorsTest,
+                         ::testing::ValuesIn(testvectors::VectorCases("grpo_fused")),
+                         testvectors::CaseTestName);
 
 TEST(GrpoFusedVectorsPresenceTest, VectorsExist) {
-  EXPECT_GE(CaseNames().size(), 3u) << "no cases under " << CasesRoot();
+  for (const testvectors::VectorRoot& root : testvectors::VectorRoots()) {
+    EXPECT_GE(testvectors::CaseNamesIn(root.dir / "grpo_fused").size(), 3u)
+        << "cases under " << root.dir / "grpo_fused";
+  }
 }
 
 }  // namespace

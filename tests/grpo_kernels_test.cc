@@ -1,8 +1,8 @@
-// The GRPO and entropy kernels against the shared test vectors
-// (../shared/testdata/grpo/<case>/, new folders are picked up automatically),
-// run on the host emulator, plus the structural guarantees of the tiled
-// kernels: no [B,T,V] intermediate other than logits and dlogits, ragged
-// tiles by a static tail, names as in docs/GRPO_SPEC.md.
+// The GRPO and entropy kernels against the test vectors (tests/testdata/grpo/
+// <case>/, and ../shared/testdata/grpo/ when configured; new folders are picked
+// up automatically), run on the host emulator, plus the structural guarantees
+// of the tiled kernels: no [B,T,V] intermediate other than logits and dlogits,
+// ragged tiles by a static tail, names as in docs/GRPO_SPEC.md.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -25,7 +25,7 @@
 #include "kernels/grpo_tiled.h"
 #include "kernels/vocab_stats.h"
 #include "runtime/emulator/executor.h"
-#include "tools/io/npy.h"
+#include "tests/test_vectors.h"
 
 namespace tpuoff::kernels {
 namespace {
@@ -37,21 +37,11 @@ using hlo::Literal;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-std::filesystem::path CasesRoot() {
-  return std::filesystem::path(TPUOFF_SOURCE_DIR) / ".." / "shared" / "testdata" / "grpo";
-}
-
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(CasesRoot(), ec)) {
-    if (std::filesystem::exists(entry.path() / "case.json")) {
-      names.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using testvectors::AllClose;
+using testvectors::Case;
+using testvectors::LoadCase;
+using testvectors::LoadNpy;
+using testvectors::VectorCase;
 
 // ---------------------------------------------------------------------------
 // Structure: which instructions hold a [B,T,V]-sized array.
@@ -193,74 +183,7 @@ TEST(GrpoTiledStructureTest, CheckerFlagsTheReference) {
 // ---------------------------------------------------------------------------
 // Numerics against the vectors.
 
-struct Case {
-  std::string name;
-  std::filesystem::path dir;
-  GrpoConfig config;
-  double atol = 0, rtol = 0;
-  std::map<std::string, std::vector<int64_t>> expected_shapes;
-};
-
-absl::StatusOr<Case> LoadCase(const std::string& name) {
-  Case c;
-  c.name = name;
-  c.dir = CasesRoot() / name;
-  absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(c.dir.string());
-  if (!config.ok()) return config.status();
-  c.config = *config;
-  std::ifstream in(c.dir / "case.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("tolerance") || !j["tolerance"].contains("atol") ||
-      !j["tolerance"].contains("rtol") || !j.contains("expected")) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": no tolerance or expected"));
-  }
-  c.atol = j["tolerance"]["atol"].get<double>();
-  c.rtol = j["tolerance"]["rtol"].get<double>();
-  for (const auto& [out, spec] : j["expected"].items()) {
-    std::vector<int64_t> dims;
-    if (spec.contains("shape")) {
-      for (const auto& d : spec["shape"]) dims.push_back(d.get<int64_t>());
-    }
-    c.expected_shapes[out] = dims;
-  }
-  return c;
-}
-
-absl::StatusOr<Literal> LoadNpy(const std::filesystem::path& path, const Shape& shape) {
-  absl::StatusOr<tools::NpyArray> array = tools::ReadNpyFile(path.string());
-  if (!array.ok()) return array.status();
-  return tools::NpyToLiteral(*array, shape, path.string());
-}
-
-// |got − expected| <= atol + rtol·|expected| everywhere; reports the count
-// and the worst element.
-::testing::AssertionResult AllClose(const Literal& got, const Literal& expected, double atol,
-                                    double rtol) {
-  if (got.shape().dimensions() != expected.shape().dimensions()) {
-    return ::testing::AssertionFailure()
-           << "shape " << got.shape().ToString() << " vs " << expected.shape().ToString();
-  }
-  int64_t failures = 0, worst = -1;
-  double worst_excess = 0;
-  for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    const double g = got.GetAsDouble(i), e = expected.GetAsDouble(i);
-    const double excess = std::fabs(g - e) - (atol + rtol * std::fabs(e));
-    if (!(excess <= 0)) {
-      ++failures;
-      if (worst < 0 || !(excess <= worst_excess)) {
-        worst = i;
-        worst_excess = excess;
-      }
-    }
-  }
-  if (failures == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << failures << " of " << expected.num_elements() << " elements out of tolerance; worst #"
-         << worst << ": got " << got.GetAsDouble(worst) << " expected "
-         << expected.GetAsDouble(worst);
-}
-
-class GrpoVectorsTest : public ::testing::TestWithParam<std::string> {
+class GrpoVectorsTest : public ::testing::TestWithParam<VectorCase> {
  protected:
   void SetUp() override {
     absl::StatusOr<Case> c = LoadCase(GetParam());
@@ -448,20 +371,17 @@ TEST_P(GrpoVectorsTest, VocabRangesMerge) {
   ExpectOutputs(got, "two vocab ranges");
 }
 
-std::string CaseTestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
+INSTANTIATE_TEST_SUITE_P(Cases, GrpoVectorsTest,
+                         ::testing::ValuesIn(testvectors::VectorCases("grpo")),
+                         testvectors::CaseTestName);
 
-INSTANTIATE_TEST_SUITE_P(Cases, GrpoVectorsTest, ::testing::ValuesIn(CaseNames()),
-                         CaseTestName);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GrpoVectorsTest);
-
+// The own vectors ship with the source tree (at least the shared set's 12
+// cases); the shared ones, when configured, must be there too.
 TEST(GrpoVectorsPresenceTest, VectorsExist) {
-  EXPECT_GE(CaseNames().size(), 1u) << "no cases under " << CasesRoot();
+  for (const testvectors::VectorRoot& root : testvectors::VectorRoots()) {
+    EXPECT_GE(testvectors::CaseNamesIn(root.dir / "grpo").size(), 12u)
+        << "cases under " << root.dir / "grpo";
+  }
 }
 
 }  // namespace

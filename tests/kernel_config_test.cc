@@ -1,5 +1,6 @@
 // GrpoConfig validation, case.json reading, the JSON reader, parameter and
 // output naming, and BuildKernel's dispatch and errors.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "hlo/ir/verifier.h"
 #include "kernels/build_kernel.h"
 #include "kernels/grpo_config.h"
+#include "tests/test_vectors.h"
 
 namespace tpuoff::kernels {
 namespace {
@@ -203,32 +205,105 @@ TEST(GrpoConfigTest, FromCaseJsonErrors) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("/nonexistent/case_dir/case.json"));
 }
 
-// Every shipped test case reads into a valid config whose shape matches its
-// logits input.
+// Every test-vector case of grpo/ and grpo_fused/ (own, and shared when
+// configured) reads into a valid config whose shape matches its inputs.
 TEST(GrpoConfigTest, ReadsEveryTestVectorCase) {
-  const std::filesystem::path root =
-      std::filesystem::path(TPUOFF_SOURCE_DIR) / ".." / "shared" / "testdata" / "grpo";
-  if (!std::filesystem::exists(root)) GTEST_SKIP() << "no test vectors at " << root;
   int n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    if (!std::filesystem::exists(entry.path() / "case.json")) continue;
-    absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(entry.path().string());
-    ASSERT_TRUE(c.ok()) << entry.path() << ": " << c.status();
-    std::ifstream in(entry.path() / "case.json");
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    ASSERT_TRUE(j.is_object());
-    const nlohmann::json& inputs = j["inputs"];
-    const nlohmann::json& logits_shape = inputs["logits"]["shape"];
-    ASSERT_EQ(logits_shape.size(), 3u);
-    EXPECT_EQ(logits_shape[0].get<int64_t>(), c->batch);
-    EXPECT_EQ(logits_shape[1].get<int64_t>(), c->seq);
-    EXPECT_EQ(logits_shape[2].get<int64_t>(), c->vocab);
-    EXPECT_EQ(!inputs.contains("old_logp"), c->on_policy) << entry.path();
-    EXPECT_EQ(inputs.contains("ref_logp"), c->beta != 0) << entry.path();
-    EXPECT_EQ(inputs.contains("total_valid_tokens"), c->token_count_input) << entry.path();
-    ++n;
+  for (const char* folder : {"grpo", "grpo_fused"}) {
+    const bool fused = std::string(folder) == "grpo_fused";
+    for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
+      SCOPED_TRACE(vc.label);
+      absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
+      ASSERT_TRUE(c.ok()) << c.status();
+      std::ifstream in(vc.dir / "case.json");
+      const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      ASSERT_TRUE(j.is_object());
+      const nlohmann::json& inputs = j["inputs"];
+      if (fused) {
+        const nlohmann::json& hidden = inputs["hidden"]["shape"];
+        ASSERT_EQ(hidden.size(), 3u);
+        EXPECT_EQ(hidden[2].get<int64_t>(), c->hidden);
+        EXPECT_EQ(inputs["lm_head"]["shape"][1].get<int64_t>(), c->vocab);
+      }
+      const nlohmann::json& shape = inputs[fused ? "hidden" : "logits"]["shape"];
+      ASSERT_EQ(shape.size(), 3u);
+      EXPECT_EQ(shape[0].get<int64_t>(), c->batch);
+      EXPECT_EQ(shape[1].get<int64_t>(), c->seq);
+      if (!fused) {
+        EXPECT_EQ(shape[2].get<int64_t>(), c->vocab);
+      }
+      EXPECT_EQ(!inputs.contains("old_logp"), c->on_policy);
+      EXPECT_EQ(inputs.contains("ref_logp"), c->beta != 0);
+      EXPECT_EQ(inputs.contains("total_valid_tokens"), c->token_count_input);
+      ++n;
+    }
   }
-  EXPECT_GE(n, 1);
+  EXPECT_GE(n, 15);
+}
+
+// The v2 cases (GRPO_SPEC.md "Policy-loss variants"): GrpoConfig does not hold
+// those options yet, so each case either reads (every v2 key at its default:
+// the v1 loss) or is refused as Unimplemented naming a v2 parameter.
+TEST(GrpoConfigTest, V2CasesReadOrAreRefusedByName) {
+  const std::vector<std::string> v2_keys = {
+      "policy_loss", "kl_estimator",    "log_ratio_clamp", "advantage_shape",
+      "entropy_coef", "empty_rows",     "sapo_tau_pos",    "sapo_tau_neg",
+      "is_level",     "is_mode",        "is_cap",          "total_nonempty_rows"};
+  int read = 0, refused = 0;
+  for (const char* folder : {"grpo_v2", "grpo_fused_v2"}) {
+    for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
+      absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
+      if (c.ok()) {
+        ++read;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented) << vc.label << c.status();
+      const std::string msg(c.status().message());
+      EXPECT_TRUE(std::any_of(v2_keys.begin(), v2_keys.end(), [&](const std::string& k) {
+        return msg.find("params." + k + "=") != std::string::npos;
+      })) << vc.label << ": " << msg;
+    }
+  }
+  EXPECT_GE(read, 1);      // ppo_clip_explicit_defaults
+  EXPECT_GE(refused, 20);
+}
+
+TEST(GrpoConfigTest, V2ParametersAtDefaultsReadOthersAreNamed) {
+  const std::string shape = R"("shape": {"B": 2, "T": 3, "V": 4}, )";
+  absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(
+      "{" + shape +
+      R"("params": {"policy_loss": "ppo_clip", "kl_estimator": "k3", "log_ratio_clamp": null,
+          "advantage_shape": "sequence", "entropy_coef": 0, "empty_rows": "count",
+          "sapo_tau_pos": 1.0, "sapo_tau_neg": 1.05, "is_level": "none", "is_mode": "truncate",
+          "is_cap": 2.0, "beta": 0.1}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->beta, 0.1);
+  struct Bad {
+    std::string params;
+    absl::StatusCode code;
+    std::string message;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {R"("policy_loss": "gspo")", absl::StatusCode::kUnimplemented,
+            "params.policy_loss=\"gspo\": a policy-loss variant"},
+           {R"("is_cap": 3)", absl::StatusCode::kUnimplemented, "params.is_cap=3"},
+           {R"("log_ratio_clamp": 0.2)", absl::StatusCode::kUnimplemented,
+            "params.log_ratio_clamp=0.2"},
+           {R"("total_nonempty_rows": 4.0)", absl::StatusCode::kUnimplemented,
+            "params.total_nonempty_rows=4.0"},
+           {R"("policy_loss": "ppo")", absl::StatusCode::kInvalidArgument,
+            "unknown value 'ppo' (expected ppo_clip|gspo|gspo_token|cispo|sapo)"},
+           {R"("entropy_coef": "high")", absl::StatusCode::kInvalidArgument,
+            "params.entropy_coef must be a finite number"},
+           {R"("is_level": 1)", absl::StatusCode::kInvalidArgument,
+            "params.is_level must be a string"}}) {
+    absl::StatusOr<GrpoConfig> r =
+        GrpoConfigFromCaseJson("{" + shape + R"("params": {)" + b.params + "}}");
+    ASSERT_FALSE(r.ok()) << b.params;
+    EXPECT_EQ(r.status().code(), b.code) << b.params << ": " << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(b.message)) << b.params;
+  }
 }
 
 TEST(BuildKernelTest, EntropyKernelsHaveOnlyForward) {

@@ -1,5 +1,6 @@
-// The sharded GRPO and entropy kernels against the shared test vectors
-// (../shared/testdata/grpo/<case>/): grpo_tiled vocab-sharded on meshes of 2,
+// The sharded GRPO and entropy kernels against the test vectors
+// (tests/testdata/grpo/<case>/, and ../shared/testdata/grpo/ when configured):
+// grpo_tiled vocab-sharded on meshes of 2,
 // 4 and 8 devices (ragged shards and ragged tiles inside them), and
 // batch-sharded on the largest mesh dividing B; fwd_bwd and fwd then bwd;
 // each run on the emulator's mesh with global inputs split and global
@@ -27,7 +28,7 @@
 #include "kernels/grpo_sharded.h"
 #include "runtime/emulator/executor.h"
 #include "runtime/device/sharding_io.h"
-#include "tools/io/npy.h"
+#include "tests/test_vectors.h"
 
 namespace tpuoff::kernels {
 namespace {
@@ -40,60 +41,17 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using Outputs = std::map<std::string, Literal>;
 
-std::filesystem::path CasesRoot() {
-  return std::filesystem::path(TPUOFF_SOURCE_DIR) / ".." / "shared" / "testdata" / "grpo";
-}
+using testvectors::AllClose;
+using testvectors::LoadNpy;
+using testvectors::VectorCase;
 
-std::vector<std::string> CaseNames() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(CasesRoot(), ec)) {
-    if (std::filesystem::exists(entry.path() / "case.json")) {
-      names.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::filesystem::path CasesRoot() { return testvectors::OwnFolder("grpo"); }
 
 ShardingSpec Sharded(ShardKind kind, int64_t n) {
   ShardingSpec s;
   s.kind = kind;
   s.mesh.num_devices = n;
   return s;
-}
-
-absl::StatusOr<Literal> LoadNpy(const std::filesystem::path& path, const Shape& shape) {
-  absl::StatusOr<tools::NpyArray> array = tools::ReadNpyFile(path.string());
-  if (!array.ok()) return array.status();
-  return tools::NpyToLiteral(*array, shape, path.string());
-}
-
-// |got − expected| <= atol + rtol·|expected| everywhere.
-::testing::AssertionResult AllClose(const Literal& got, const Literal& expected, double atol,
-                                    double rtol) {
-  if (got.shape().dimensions() != expected.shape().dimensions()) {
-    return ::testing::AssertionFailure()
-           << "shape " << got.shape().ToString() << " vs " << expected.shape().ToString();
-  }
-  int64_t failures = 0, worst = -1;
-  double worst_excess = 0;
-  for (int64_t i = 0; i < expected.num_elements(); ++i) {
-    const double g = got.GetAsDouble(i), e = expected.GetAsDouble(i);
-    const double excess = std::fabs(g - e) - (atol + rtol * std::fabs(e));
-    if (!(excess <= 0)) {
-      ++failures;
-      if (worst < 0 || !(excess <= worst_excess)) {
-        worst = i;
-        worst_excess = excess;
-      }
-    }
-  }
-  if (failures == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << failures << " of " << expected.num_elements() << " elements out of tolerance; worst #"
-         << worst << ": got " << got.GetAsDouble(worst) << " expected "
-         << expected.GetAsDouble(worst);
 }
 
 bool BitwiseEqual(const Literal& a, const Literal& b) {
@@ -134,18 +92,15 @@ absl::StatusOr<Outputs> RunSharded(const KernelSpec& spec, const ShardingSpec& s
   return out;
 }
 
-class ShardedVectorsTest : public ::testing::TestWithParam<std::string> {
+class ShardedVectorsTest : public ::testing::TestWithParam<VectorCase> {
  protected:
   void SetUp() override {
-    dir_ = CasesRoot() / GetParam();
-    absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(dir_.string());
-    ASSERT_TRUE(config.ok()) << config.status();
-    config_ = *config;
-    std::ifstream in(dir_ / "case.json");
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    ASSERT_TRUE(j.is_object() && j.contains("tolerance"));
-    atol_ = j["tolerance"]["atol"].get<double>();
-    rtol_ = j["tolerance"]["rtol"].get<double>();
+    absl::StatusOr<testvectors::Case> c = testvectors::LoadCase(GetParam());
+    ASSERT_TRUE(c.ok()) << c.status();
+    dir_ = c->dir;
+    config_ = c->config;
+    atol_ = c->atol;
+    rtol_ = c->rtol;
   }
 
   void ExpectOutputs(const Outputs& got, const std::string& label) {
@@ -153,7 +108,7 @@ class ShardedVectorsTest : public ::testing::TestWithParam<std::string> {
       absl::StatusOr<Literal> expected = LoadNpy(
           dir_ / ("expected_" + name + ".npy"), Shape(PrimitiveType::kF32, lit.shape().dimensions()));
       ASSERT_TRUE(expected.ok()) << label << ": " << expected.status();
-      EXPECT_TRUE(AllClose(lit, *expected, atol_, rtol_)) << GetParam() << " " << label
+      EXPECT_TRUE(AllClose(lit, *expected, atol_, rtol_)) << GetParam().label << " " << label
                                                           << " output " << name;
     }
   }
@@ -250,11 +205,12 @@ TEST_P(ShardedVectorsTest, EntropySharded) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, ShardedVectorsTest, ::testing::ValuesIn(CaseNames()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Cases, ShardedVectorsTest,
+                         ::testing::ValuesIn(testvectors::VectorCases("grpo")),
+                         testvectors::CaseTestName);
 
 TEST(ShardedKernelsTest, CasesArePresent) {
-  EXPECT_GE(CaseNames().size(), 12u) << CasesRoot();
+  EXPECT_GE(testvectors::CaseNamesIn(CasesRoot()).size(), 12u) << CasesRoot();
 }
 
 // Same inputs, same bits: collectives combine in device order, whatever the

@@ -4,7 +4,7 @@
 # and run (per-device modules, global form, global inputs and outputs).
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
-CASE="$SRC/../shared/testdata/grpo/odd_vocab_tail"   # B=2 T=5 V=37, off-policy
+CASE="$SRC/tests/testdata/grpo/odd_vocab_tail"   # B=2 T=5 V=37, off-policy
 SMALL=(--kernel=grpo_tiled --mode=fwd_bwd --batch=2 --seq=3 --vocab=37 --block-size=2)
 
 # Within tolerance: vocab-sharded with ragged shards (37 = 7*5 + 2 on 8 devices).

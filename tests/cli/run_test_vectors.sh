@@ -1,14 +1,16 @@
 #!/bin/bash
-# End to end through the CLI: every GRPO test vector in ../shared/testdata
-# (inputs written by numpy) is run with `tpuoff run --kernel=... --inputs=`
+# End to end through the CLI: every GRPO test vector of a vector folder
+# (default tests/testdata/grpo; ctest also runs ../shared/testdata/grpo when it
+# exists; inputs written by numpy) is run with `tpuoff run --kernel=... --inputs=`
 # for the reference and the tiled kernel, and every output .npy is checked
 # against expected_<name>.npy with the case's tolerance.
+#   run_test_vectors.sh TPUOFF SRC [CASES_DIR]
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
-CASES="$SRC/../shared/testdata/grpo"
-if [[ ! -d $CASES ]]; then
-  echo "SKIP: no test vectors at $CASES"
-  exit 0
+CASES="${3:-$SRC/tests/testdata/grpo}"
+if ! ls "$CASES"/*/case.json >/dev/null 2>&1; then
+  fail "no test vectors at $CASES"
+  finish
 fi
 
 # case.json -> kernel flags (one per line).

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it on a fresh machine:
-#   1. Debian packages and the pinned jax venv of the XLA conformance harness
-#      (tools/xla_check/setup_venv.sh: cached between runs, fails loudly);
-#   2. release build + every ctest test, the XLA conformance tests included
-#      (report: build/xla_conformance.md);
+#   1. Debian packages, the pinned jax venv of the XLA conformance harness
+#      (tools/xla_check/setup_venv.sh) and the pinned numpy venv of the float64
+#      reference (tools/reference/setup_venv.sh): cached between runs, fail loudly;
+#   2. release build + every ctest test, the XLA conformance and the reference's
+#      tests included (report: build/xla_conformance.md);
 #   3. a clang AddressSanitizer + UndefinedBehaviorSanitizer build: every
 #      ctest test again (no XLA tests), then a bounded smoke run of each
 #      libFuzzer target.
@@ -22,9 +23,13 @@ stage "XLA harness venv"
 XLA_PYTHON="$(bash tools/xla_check/setup_venv.sh | tail -n 1)"
 echo "xla python: $XLA_PYTHON"
 
+stage "reference venv"
+REF_PYTHON="$(bash tools/reference/setup_venv.sh | tail -n 1)"
+echo "reference python: $REF_PYTHON"
+
 stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DTPUOFF_XLA_PYTHON="$XLA_PYTHON" >/dev/null
+      -DTPUOFF_XLA_PYTHON="$XLA_PYTHON" -DTPUOFF_REF_PYTHON="$REF_PYTHON" >/dev/null
 ninja -C build -j"$JOBS"
 
 stage "release tests"
@@ -33,7 +38,7 @@ ctest --test-dir build -j"$JOBS" --output-on-failure --timeout 900
 stage "sanitizer build (clang, ASan+UBSan, fuzz targets)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_COMPILER=clang++ -DTPUOFF_SANITIZE=ON -DTPUOFF_FUZZ=ON \
-      -DTPUOFF_XLA_PYTHON="" >/dev/null
+      -DTPUOFF_XLA_PYTHON="" -DTPUOFF_REF_PYTHON="" >/dev/null
 ninja -C build-asan -j"$JOBS"
 
 stage "sanitizer tests"

@@ -2,6 +2,7 @@
 """XLA conformance driver: tpuoff <-> real XLA (pinned jaxlib, CPU), both directions.
 
   conformance.py --part PART --tpuoff BIN --out DIR [--testdata DIR] [--only SUBSTR]
+  conformance.py --part report --out DIR [--expect PART...]
 
 PART
   forward-none | forward-batch | forward-vocab
@@ -16,16 +17,20 @@ PART
       matmul + loss).  Memory: XLA's compiled memory stats beside tpuoff's
       simulated peak for every module.
   testdata
-      every shared/testdata case through tpuoff's kernels (reference, tiled, batch- and
-      vocab-sharded, entropy, fused) on XLA and tpuoff, both against expected_*.npy.
+      every test-vector case of --testdata (default tests/testdata: grpo/, grpo_fused/)
+      through tpuoff's kernels (reference, tiled, batch- and vocab-sharded, entropy,
+      fused) on XLA and tpuoff, both against expected_*.npy.
   reverse
-      the GRPO math in JAX (jax_grpo.py, one-hot and gather forms): HLO before and after
-      XLA's optimisations (also with XLA:CPU's default YNNPACK fusions) runs on tpuoff
-      and matches JAX and the expected values; and every tests/corpus module XLA
-      compiles runs on XLA and tpuoff with equal results.
+      the GRPO math in JAX (jax_grpo.py, one-hot and gather forms) on every --testdata
+      grpo/ case: HLO before and after XLA's optimisations (also with XLA:CPU's default
+      YNNPACK fusions) runs on tpuoff and matches JAX and the expected values; and every
+      tests/corpus module XLA compiles runs on XLA and tpuoff with equal results.
+  testdata-shared | reverse-shared
+      the same two on another vector set (ctest: ../shared/testdata when it exists), the
+      corpus left out.
   report
-      merges the parts' JSON into DIR/../xla_conformance.{md,json}; fails when a part is
-      missing or failed.
+      merges the parts' JSON into DIR/../xla_conformance.{md,json}; fails when a part
+      (the five above, and those named by --expect) is missing or failed.
 Each part writes DIR/<part>.json and refreshes the report; exit 1 on any failure.
 """
 from __future__ import annotations
@@ -501,17 +506,20 @@ def versions() -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", required=True, choices=["forward-none", "forward-batch", "forward-vocab",
-                                                      "testdata", "reverse", "report"])
+    ap.add_argument("--part", required=True, choices=list(conformance_report.PARTS)
+                    + list(conformance_report.OPTIONAL_PARTS) + ["report"])
     ap.add_argument("--tpuoff", help="the tpuoff binary (all parts but report)")
     ap.add_argument("--out", required=True, help="work dir; the report goes next to it")
-    ap.add_argument("--testdata", default=str(HERE.parents[2] / "shared" / "testdata"))
+    ap.add_argument("--testdata", default=str(HERE.parents[1] / "tests" / "testdata"),
+                    help="vector set of the testdata/reverse parts (default: tests/testdata)")
+    ap.add_argument("--expect", nargs="*", default=[], choices=conformance_report.OPTIONAL_PARTS,
+                    help="report: optional parts that must be present too")
     ap.add_argument("--only", default="", help="run only cases whose id contains this")
     a = ap.parse_args(argv)
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if a.part == "report":
-        return conformance_report.finish(out, required=conformance_report.PARTS)
+        return conformance_report.finish(out, required=conformance_report.PARTS + tuple(a.expect))
     if not a.tpuoff or not os.access(a.tpuoff, os.X_OK):
         raise SystemExit(f"conformance: --tpuoff {a.tpuoff!r} is not an executable")
     xla_run.ensure_cpu_devices(MESH)
@@ -522,14 +530,15 @@ def main(argv=None) -> int:
     testdata = Path(a.testdata)
     if a.part.startswith("forward-"):
         cases = forward_part(tp, work, a.part.split("-", 1)[1], a.only)
-    elif a.part == "testdata":
+    elif a.part.startswith("testdata"):
         cases = testdata_part(tp, work, testdata, a.only)
     else:
         cases, extra = reverse_part(tp, work, testdata, a.only)
-        corpus_cases, extra["corpus_not_compared"] = corpus_part(tp, work, HERE.parents[1] / "tests" / "corpus",
-                                                                 a.only)
-        cases += corpus_cases
-    doc = {"part": a.part, "versions": versions(), "seconds": round(time.time() - t0, 1),
+        if a.part == "reverse":
+            corpus_cases, extra["corpus_not_compared"] = corpus_part(
+                tp, work, HERE.parents[1] / "tests" / "corpus", a.only)
+            cases += corpus_cases
+    doc = {"part": a.part, "testdata": str(testdata), "versions": versions(), "seconds": round(time.time() - t0, 1),
            "passed": sum(c.ok for c in cases), "failed": sum(not c.ok for c in cases),
            "only": a.only, "cases": [c.to_json() for c in cases], **extra}
     conformance_report.write_part(out, doc)

@@ -10,6 +10,9 @@ import os
 from pathlib import Path
 
 PARTS = ("forward-none", "forward-batch", "forward-vocab", "testdata", "reverse")
+# The testdata and reverse parts on a second vector set (ctest: ../shared/testdata when it
+# exists); the report requires them only when told (conformance.py --expect).
+OPTIONAL_PARTS = ("testdata-shared", "reverse-shared")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -65,10 +68,11 @@ def render(parts: dict, missing: list) -> str:
                        "partitioned modules.")
         lines.append("")
     lines += ["| part | cases | passed | failed | checks | seconds |", "|---|---|---|---|---|---|"]
-    for name in PARTS:
+    for name in PARTS + OPTIONAL_PARTS:
         d = parts.get(name)
         if d is None:
-            lines.append(f"| {name} | missing | | | | |")
+            if name in PARTS or name in missing:
+                lines.append(f"| {name} | missing | | | | |")
             continue
         checks = sum(len(c["checks"]) for c in d["cases"])
         lines.append(f"| {name}{' (--only ' + d['only'] + ')' if d.get('only') else ''} | "
@@ -112,7 +116,7 @@ def render(parts: dict, missing: list) -> str:
         lines.append("")
     rows: list = []
     ratios: list = []
-    for name in ("forward-none", "forward-batch", "forward-vocab", "testdata"):
+    for name in ("forward-none", "forward-batch", "forward-vocab", "testdata", "testdata-shared"):
         if name in parts:
             rows += _memory_rows(parts[name]["cases"], ratios)
     if rows:
@@ -136,7 +140,7 @@ def finish(out: Path, required=PARTS) -> int:
     """Merge the parts into OUT/../xla_conformance.{json,md}; nonzero when a required part
     is missing or any part failed."""
     parts = {}
-    for name in PARTS:
+    for name in PARTS + OPTIONAL_PARTS:
         f = out / f"{name}.json"
         if f.exists():
             parts[name] = json.loads(f.read_text())
@@ -147,7 +151,7 @@ def finish(out: Path, required=PARTS) -> int:
     failed = [n for n, d in parts.items() if d["failed"] or not d["passed"]]
     if required:
         print(f"report: {out.parent / 'xla_conformance.md'}")
-        for n in PARTS:
+        for n in PARTS + tuple(p for p in OPTIONAL_PARTS if p in parts or p in required):
             d = parts.get(n)
             print(f"  {n}: " + ("MISSING" if d is None else f"{d['passed']} passed, {d['failed']} failed, "
                                                                f"{d['seconds']}s"))

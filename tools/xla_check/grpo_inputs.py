@@ -3,7 +3,7 @@
 make_inputs()      deterministic GLOBAL inputs of a GRPO/entropy/fused kernel module, named as
                    in shared/docs/GRPO_SPEC.md (logits or hidden+lm_head, chosen_ids,
                    completion_mask, advantages, old_logp, and lse/logp for --mode=bwd).
-case_flags()       tpuoff kernel flags reproducing a shared/testdata case.json.
+case_flags()       tpuoff kernel flags reproducing a test-vector case.json (tests/testdata).
 Bf16 arrays are bf16-exact and stored as float32 (.npy has no bf16), like the testdata.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 # GRPO_SPEC.md tolerances by logits dtype; the fused kernel's (a matmul inside) are the
-# shared/testdata/grpo_fused ones.
+# test vectors' grpo_fused ones.
 TOLERANCE = {
     ("grpo", "f32"): (1e-5, 1e-4), ("grpo", "bf16"): (2e-3, 2e-2),
     ("fused", "f32"): (1e-4, 1e-3), ("fused", "bf16"): (1e-2, 5e-2),

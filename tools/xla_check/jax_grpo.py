@@ -352,7 +352,7 @@ def main(argv=None) -> int:
     d.add_argument("--inputs-out")
     d.add_argument("--outputs-out")
     a_ = sub.add_parser("all")
-    a_.add_argument("testdata", help="e.g. ../shared/testdata/grpo")
+    a_.add_argument("testdata", help="e.g. tests/testdata/grpo")
     a_.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     xla_run.ensure_cpu_devices(1)

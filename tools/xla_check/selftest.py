@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Self-test of the Python side of the XLA conformance harness (no C++ needed).
 
-  selftest.py [--work DIR] [--testdata ../../../shared/testdata/grpo]
+  selftest.py [--work DIR] [--testdata ../../tests/testdata/grpo]
 
 1. jax_grpo: the JAX GRPO implementation reproduces every testdata case; dump HLO.
 2. xla_run on each pre- and post-optimisation dump (text path): matches JAX's outputs
@@ -60,9 +60,23 @@ def cmp_dir(got: Path, ref: Path, atol: float, rtol: float, prefix: str = "") ->
     return ok, buf.getvalue().strip().replace("\n", "; ")
 
 
+def xla_recompiles(case_dir: Path) -> bool:
+    """XLA:CPU (jaxlib 0.10.2) aborts compiling its own optimised HLO of the GRPO math when
+    T=1 (computation_partitioner.cc:269 "Check failed: operand_maps.size() == 1"), which
+    this self-test does for every case.  Those cases are left to xla_conformance_testdata
+    (tpuoff's HLO on XLA) and xla_conformance_reverse (JAX's HLO, pre- and post-
+    optimisation, on tpuoff), which run them."""
+    return json.loads((case_dir / "case.json").read_text())["shape"]["T"] > 1
+
+
 def grpo_checks(testdata: Path, work: Path) -> None:
     import jax_grpo
-    cases = sorted(p.parent for p in testdata.glob("*/case.json"))
+    every = sorted(p.parent for p in testdata.glob("*/case.json"))
+    cases = [c for c in every if xla_recompiles(c)]
+    for c in every:
+        if c not in cases:
+            print(f"not in the self-test: {c.name} (T=1: XLA aborts recompiling its optimised HLO; "
+                  f"covered by xla_conformance_testdata/reverse)")
     if not cases:
         record("grpo testdata present", False, f"no cases under {testdata}")
         return
@@ -315,7 +329,7 @@ def cli_checks(work: Path, any_case: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default=None)
-    ap.add_argument("--testdata", default=str(HERE.parents[2] / "shared" / "testdata" / "grpo"))
+    ap.add_argument("--testdata", default=str(HERE.parents[1] / "tests" / "testdata" / "grpo"))
     a = ap.parse_args()
     xla_run.ensure_cpu_devices(4)
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="xla_check_"))
