@@ -1,0 +1,177 @@
+"""Runs every module of a jax_corpus.py corpus through tpuoff and compares
+with JAX's outputs.
+
+Per program and form (jax.hlo, jax.pb, before.hlo, opt.hlo, opt.pb):
+  dump      text -> text is a fixed point, and text -> proto -> text too
+  memory    `tpuoff memory` succeeds
+  run       `tpuoff run --inputs` matches jax's outputs (rtol/atol of case.json,
+            bit-exact for integer/permutation programs); a form whose large
+            constants XLA elided ({...}) must be refused by `run` (exit 1,
+            message naming the constant)
+Writes a summary table (and JSON with --json); exit 1 if any check failed.
+
+  python corpus_check.py --corpus DIR --tpuoff build/tpuoff [--only SUBSTR]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+class Fail(Exception):
+    pass
+
+
+def sh(cmd, expect=0, timeout=600):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if expect is not None and p.returncode != expect:
+        raise Fail(f"{' '.join(cmd)} exited {p.returncode} (expected {expect}): "
+                   f"{(p.stderr or p.stdout).strip()[-1500:]}")
+    return p
+
+
+ENTRY_RE = re.compile(r"^ENTRY\b.*?\{\n(.*?)^\}", re.S | re.M)
+PARAM_RE = re.compile(r"^\s*(?:ROOT\s+)?%?([^\s=]+)\s*=\s*.*?\bparameter\((\d+)\)", re.M)
+
+
+def entry_parameter_names(text):
+    m = ENTRY_RE.search(text)
+    if not m:
+        raise Fail("no ENTRY computation in the dumped text")
+    names = {}
+    for name, num in PARAM_RE.findall(m.group(1)):
+        names[int(num)] = name
+    return [names[i] for i in sorted(names)]
+
+
+def link_inputs(case_dir, names, work):
+    d = os.path.join(work, "in")
+    os.makedirs(d, exist_ok=True)
+    n = len([f for f in os.listdir(os.path.join(case_dir, "in")) if f.endswith(".npy")])
+    if len(names) != n:
+        raise Fail(f"entry has {len(names)} parameters, jax had {n} inputs")
+    for i, name in enumerate(names):
+        dst = os.path.join(d, f"{name}.npy")
+        if os.path.lexists(dst):
+            os.remove(dst)
+        os.symlink(os.path.abspath(os.path.join(case_dir, "in", f"arg{i}.npy")), dst)
+    return d
+
+
+def compare(case_dir, res_dir, meta):
+    with open(os.path.join(res_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    outs = manifest["outputs"] if isinstance(manifest, dict) else manifest
+    if len(outs) != meta["num_outputs"]:
+        raise Fail(f"{len(outs)} outputs, jax has {meta['num_outputs']}")
+    worst = 0.0
+    for i, o in enumerate(outs):
+        got = np.load(os.path.join(res_dir, o["file"]))
+        want = np.load(os.path.join(case_dir, "out", f"out{i}.npy"))
+        if got.shape != want.shape:
+            raise Fail(f"output {i}: shape {got.shape}, jax {want.shape}")
+        if want.dtype.kind == "V":  # ml_dtypes bf16 saved by numpy
+            import ml_dtypes
+            want = want.view(ml_dtypes.bfloat16)
+        if meta["exact"] or want.dtype.kind in "biu":
+            if not np.array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got,
+                                  want, equal_nan=want.dtype.kind in "fc"):
+                bad = np.argwhere(got != want)[:3].tolist()
+                raise Fail(f"output {i}: differs from jax at {bad}")
+            continue
+        g = got.astype(np.complex128 if want.dtype.kind == "c" else np.float64)
+        w = want.astype(np.complex128 if want.dtype.kind == "c" else np.float64)
+        finite = np.isfinite(w)
+        if not np.array_equal(np.isfinite(g), finite) or not np.array_equal(
+                g[~finite], w[~finite], equal_nan=True):
+            raise Fail(f"output {i}: non-finite values differ from jax")
+        err = np.abs(g - w)[finite]
+        tol = meta["atol"] + meta["rtol"] * np.abs(w[finite])
+        if err.size and np.any(err > tol):
+            j = int(np.argmax(err - tol))
+            raise Fail(f"output {i}: |diff| {err[j]:.3g} > tol {tol[j]:.3g} "
+                       f"(tpuoff {g[finite][j]}, jax {w[finite][j]})")
+        if err.size:
+            worst = max(worst, float(np.max(err / np.maximum(tol, 1e-300))))
+    return worst
+
+
+WALL_RE = re.compile(r"wall time: ([0-9.]+) s")
+
+
+def check_form(tpuoff, case_dir, form, meta, work):
+    path = os.path.join(case_dir, form)
+    os.makedirs(work, exist_ok=True)
+    t1, t2, t3, pb = (os.path.join(work, n) for n in ("t1.hlo", "t2.hlo", "t3.hlo", "t.pb"))
+    sh([tpuoff, "dump", path, f"--out={t1}"])
+    sh([tpuoff, "dump", t1, f"--out={t2}"])
+    sh([tpuoff, "dump", t1, "--format=proto", f"--out={pb}"])
+    sh([tpuoff, "dump", pb, f"--out={t3}"])
+    text1 = open(t1).read()
+    if open(t2).read() != text1:
+        raise Fail("dump: text -> text is not a fixed point")
+    if open(t3).read() != text1:
+        raise Fail("dump: text -> proto -> text differs")
+    sh([tpuoff, "memory", path])
+    inputs = link_inputs(case_dir, entry_parameter_names(text1), work)
+    res = os.path.join(work, "res")
+    elided = "{...}" in text1
+    p = sh([tpuoff, "run", path, f"--inputs={inputs}", f"--outputs={res}"],
+           expect=1 if elided else 0)
+    if elided:
+        if "elided" not in p.stderr:
+            raise Fail(f"run of a module with elided constants: unclear message {p.stderr!r}")
+        return {"run": "refused (elided constants)"}
+    m = WALL_RE.search(p.stdout)
+    worst = compare(case_dir, res, meta)
+    return {"run": "ok", "seconds": float(m.group(1)) if m else None, "worst_tol_ratio": worst}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--tpuoff", required=True)
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    work = a.work or os.path.join(a.corpus, "_check")
+    with open(os.path.join(a.corpus, "index.json")) as f:
+        index = [m for m in json.load(f) if a.only in m["name"]]
+    results, failures = [], 0
+    t0 = time.time()
+    for meta in index:
+        case_dir = os.path.join(a.corpus, meta["name"])
+        for form in meta["forms"]:
+            r = {"name": meta["name"], "form": form, "jax_seconds": meta["jax_seconds"]}
+            try:
+                r.update(check_form(a.tpuoff, case_dir, form, meta,
+                                    os.path.join(work, meta["name"], form)))
+                r["ok"] = True
+            except (Fail, subprocess.TimeoutExpired, OSError) as e:
+                r["ok"] = False
+                r["error"] = str(e)
+                failures += 1
+            results.append(r)
+            status = "ok  " if r["ok"] else "FAIL"
+            extra = r.get("error", "") if not r["ok"] else (
+                f"run {r['seconds']:.4f}s (jax {meta['jax_seconds']:.4f}s)"
+                if r.get("seconds") is not None else r.get("run", ""))
+            print(f"{status} {meta['name']:<24} {form:<11} {extra}", flush=True)
+    n = len(results)
+    print(f"corpus: {len(index)} programs, {n} modules: {n - failures} passed, "
+          f"{failures} failed ({time.time() - t0:.1f} s)")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
