@@ -471,7 +471,11 @@ class Planner {
       case HloOpcode::kReshape:
       case HloOpcode::kBitcastConvert:
       case HloOpcode::kOptimizationBarrier:
+      case HloOpcode::kAddDependency:
         return operand_leaves(0);
+      case HloOpcode::kCustomCall:
+        if (IsPassThrough(*x)) return operand_leaves(0);
+        return NewLeaves(x, s, false);
       case HloOpcode::kCopy: {
         std::vector<int> ids = operand_leaves(0);
         std::vector<Shape> shapes = LeafShapes(x->shape());

@@ -27,7 +27,126 @@ constexpr struct {
     {FusionKind::kCustom, "kCustom"},
 };
 
+constexpr absl::string_view kDotAlgorithms[kNumDotAlgorithms] = {
+    "unset",
+    "dot_any_f8_any_f8_f32",
+    "dot_any_f8_any_f8_f32_fast_accum",
+    "dot_f16_f16_f16",
+    "dot_f16_f16_f32",
+    "dot_bf16_bf16_bf16",
+    "dot_bf16_bf16_f32",
+    "dot_bf16_bf16_f32_x3",
+    "dot_bf16_bf16_f32_x6",
+    "dot_tf32_tf32_f32",
+    "dot_tf32_tf32_f32_x3",
+    "dot_f32_f32_f32",
+    "dot_f64_f64_f64",
+    "dot_bf16_bf16_f32_x9",
+};
+
+// One operand's labels: `special` characters name the two non-spatial
+// roles, digits the spatial dimensions in order.
+absl::Status ParseLabels(absl::string_view labels, char first, char second, int64_t* first_dim,
+                         int64_t* second_dim, std::vector<int64_t>* spatial,
+                         absl::string_view whole) {
+  *first_dim = -1;
+  *second_dim = -1;
+  const int64_t rank = static_cast<int64_t>(labels.size());
+  if (rank < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("dim_labels '", whole, "': '", labels,
+                                                   "' needs at least two dimensions"));
+  }
+  spatial->assign(rank - 2, -1);
+  for (int64_t pos = 0; pos < rank; ++pos) {
+    const char c = labels[pos];
+    int64_t* target = c == first ? first_dim : c == second ? second_dim : nullptr;
+    if (target != nullptr) {
+      if (*target >= 0) break;
+      *target = pos;
+      continue;
+    }
+    const int64_t idx = c - '0';
+    if (c < '0' || c > '9' || idx >= rank - 2 || (*spatial)[idx] >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dim_labels '", whole, "': bad label '",
+                                                     std::string(1, c), "' in '", labels, "'"));
+    }
+    (*spatial)[idx] = pos;
+  }
+  if (*first_dim < 0 || *second_dim < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("dim_labels '", whole, "': '", labels,
+                                                   "' must name '", std::string(1, first),
+                                                   "' and '", std::string(1, second),
+                                                   "' once each"));
+  }
+  return absl::OkStatus();
+}
+
+std::string Labels(int64_t rank, char first, int64_t first_dim, char second,
+                   int64_t second_dim, const std::vector<int64_t>& spatial) {
+  std::string out(rank, '?');
+  if (first_dim >= 0 && first_dim < rank) out[first_dim] = first;
+  if (second_dim >= 0 && second_dim < rank) out[second_dim] = second;
+  for (size_t i = 0; i < spatial.size(); ++i) {
+    if (spatial[i] >= 0 && spatial[i] < rank) out[spatial[i]] = static_cast<char>('0' + i);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumbers& d) {
+  const int64_t rank = static_cast<int64_t>(d.input_spatial_dimensions.size()) + 2;
+  return absl::StrCat(
+      Labels(rank, 'b', d.input_batch_dimension, 'f', d.input_feature_dimension,
+             d.input_spatial_dimensions),
+      "_",
+      Labels(static_cast<int64_t>(d.kernel_spatial_dimensions.size()) + 2, 'i',
+             d.kernel_input_feature_dimension, 'o', d.kernel_output_feature_dimension,
+             d.kernel_spatial_dimensions),
+      "->",
+      Labels(static_cast<int64_t>(d.output_spatial_dimensions.size()) + 2, 'b',
+             d.output_batch_dimension, 'f', d.output_feature_dimension,
+             d.output_spatial_dimensions));
+}
+
+absl::StatusOr<ConvolutionDimensionNumbers> ParseConvolutionDimensionNumbers(
+    absl::string_view labels) {
+  const size_t us = labels.find('_');
+  const size_t arrow = labels.find("->");
+  if (us == absl::string_view::npos || arrow == absl::string_view::npos || arrow < us) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim_labels '", labels, "' is not of the form lhs_rhs->out"));
+  }
+  ConvolutionDimensionNumbers d;
+  absl::Status s = ParseLabels(labels.substr(0, us), 'b', 'f', &d.input_batch_dimension,
+                               &d.input_feature_dimension, &d.input_spatial_dimensions, labels);
+  if (!s.ok()) return s;
+  s = ParseLabels(labels.substr(us + 1, arrow - us - 1), 'i', 'o',
+                  &d.kernel_input_feature_dimension, &d.kernel_output_feature_dimension,
+                  &d.kernel_spatial_dimensions, labels);
+  if (!s.ok()) return s;
+  s = ParseLabels(labels.substr(arrow + 2), 'b', 'f', &d.output_batch_dimension,
+                  &d.output_feature_dimension, &d.output_spatial_dimensions, labels);
+  if (!s.ok()) return s;
+  if (d.kernel_spatial_dimensions.size() != d.input_spatial_dimensions.size() ||
+      d.output_spatial_dimensions.size() != d.input_spatial_dimensions.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim_labels '", labels, "': operands differ in spatial rank"));
+  }
+  return d;
+}
+
+absl::string_view DotAlgorithmName(int algorithm) {
+  if (algorithm < 0 || algorithm >= kNumDotAlgorithms) return "";
+  return kDotAlgorithms[algorithm];
+}
+
+std::optional<int> DotAlgorithmFromName(absl::string_view name) {
+  for (int i = 0; i < kNumDotAlgorithms; ++i) {
+    if (kDotAlgorithms[i] == name) return i;
+  }
+  return std::nullopt;
+}
 
 absl::string_view ComparisonDirectionString(ComparisonDirection d) {
   for (const auto& e : kDirections) {

@@ -29,6 +29,31 @@ struct DotDimensionNumbers {
   bool operator==(const DotDimensionNumbers&) const = default;
 };
 
+// Dimension roles of a convolution (XLA's ConvolutionDimensionNumbers); the
+// text form is `dim_labels=b01f_01io->b01f`.
+struct ConvolutionDimensionNumbers {
+  int64_t input_batch_dimension = 0;
+  int64_t input_feature_dimension = 0;
+  std::vector<int64_t> input_spatial_dimensions;
+  int64_t kernel_input_feature_dimension = 0;
+  int64_t kernel_output_feature_dimension = 0;
+  std::vector<int64_t> kernel_spatial_dimensions;
+  int64_t output_batch_dimension = 0;
+  int64_t output_feature_dimension = 0;
+  std::vector<int64_t> output_spatial_dimensions;
+  bool operator==(const ConvolutionDimensionNumbers&) const = default;
+};
+// `b01f_01io->b01f` <-> dimension numbers (ranks from the labels).
+std::string ConvolutionDimensionNumbersToString(const ConvolutionDimensionNumbers& dnums);
+absl::StatusOr<ConvolutionDimensionNumbers> ParseConvolutionDimensionNumbers(
+    absl::string_view labels);
+
+// Dot algorithms (XLA's PrecisionConfig.Algorithm, same numbers); text form
+// `algorithm=dot_bf16_bf16_f32`.
+absl::string_view DotAlgorithmName(int algorithm);  // "" for unknown numbers
+std::optional<int> DotAlgorithmFromName(absl::string_view name);
+inline constexpr int kNumDotAlgorithms = 14;
+
 struct GatherDimensionNumbers {
   std::vector<int64_t> offset_dims;
   std::vector<int64_t> collapsed_slice_dims;
@@ -85,6 +110,10 @@ struct ReplicaGroups {
   std::vector<int64_t> iota_reshape_dims;
   std::vector<int64_t> iota_transpose_perm;
   bool iota_form = false;
+  // Mesh form `mesh['a'=4,'b'=2] {'a'}` (devices numbered row-major over
+  // the mesh; one group per index of the unnamed axes), kept for printing.
+  std::vector<std::pair<std::string, int64_t>> mesh_axes;
+  std::vector<std::string> mesh_group_axes;
   bool operator==(const ReplicaGroups&) const = default;
 };
 
@@ -165,6 +194,20 @@ struct HloAttributes {
   int custom_call_api_version = 0;  // 0 = unspecified
   bool custom_call_has_side_effect = false;
   FusionKind fusion_kind = FusionKind::kLoop;
+  // dot / convolution: PrecisionConfig.Algorithm (0 = unset).
+  int dot_algorithm = 0;
+  // convolution (window in `window`).
+  ConvolutionDimensionNumbers conv;
+  int64_t feature_group_count = 1;
+  int64_t batch_group_count = 1;
+  // sort
+  bool is_stable = false;
+  // topk
+  int64_t k = 0;
+  bool largest = true;
+  // reduce-precision
+  int64_t exponent_bits = 0;
+  int64_t mantissa_bits = 0;
   bool operator==(const HloAttributes&) const = default;
 };
 

@@ -58,4 +58,21 @@ void HloInstruction::ReplaceOperand(int64_t i, HloInstruction* new_operand) {
   }
 }
 
+bool IsPassThrough(const HloInstruction& instr) {
+  if (instr.opcode() == HloOpcode::kAddDependency) return true;
+  if (instr.opcode() != HloOpcode::kCustomCall || instr.operand_count() != 1 ||
+      !instr.shape().Compatible(instr.operand(0)->shape())) {
+    return false;
+  }
+  static constexpr absl::string_view kTargets[] = {
+      "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint",
+      "xla.sdy.PropagationBarrier", "LayoutConstraint", "annotate_device_placement",
+      "MoveToHost", "MoveToDevice", "ShardBarrierFrom", "ShardBarrierTo",
+      "SPMDFullToShardShape", "SPMDShardToFullShape"};
+  for (absl::string_view t : kTargets) {
+    if (instr.attrs().custom_call_target == t) return true;
+  }
+  return false;
+}
+
 }  // namespace tpuoff::hlo

@@ -107,6 +107,12 @@ class HloInstruction {
   int64_t unique_id_ = -1;
 };
 
+// Instructions whose result is their first operand unchanged: add-dependency
+// and the annotation custom-calls JAX and XLA put in modules (sharding
+// markers "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.Sharding...",
+// layout/placement hints). The planner aliases them; the executor skips them.
+bool IsPassThrough(const HloInstruction& instr);
+
 }  // namespace tpuoff::hlo
 
 #endif  // TPUOFF_HLO_IR_INSTRUCTION_H_

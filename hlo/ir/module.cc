@@ -1,5 +1,7 @@
 #include "hlo/ir/module.h"
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
@@ -29,6 +31,27 @@ std::vector<std::string> HloModule::OutputNames() const {
   auto it = frontend_.find("output_names");
   if (it == frontend_.end() || it->second.empty()) return {};
   return absl::StrSplit(it->second, ',');
+}
+
+void HloModule::UniquifyInstructionNames() {
+  absl::flat_hash_set<std::string> used;
+  std::vector<HloComputation*> order;
+  if (entry_ != nullptr) order.push_back(entry_);
+  for (const auto& c : computations_) {
+    if (c.get() != entry_) order.push_back(c.get());
+  }
+  for (HloComputation* c : order) {
+    for (const auto& instr : c->instructions_) {
+      if (used.insert(instr->name()).second) continue;
+      for (int64_t n = 1;; ++n) {
+        std::string candidate = absl::StrCat(instr->name(), ".", n);
+        if (used.insert(candidate).second) {
+          instr->set_name(std::move(candidate));
+          break;
+        }
+      }
+    }
+  }
 }
 
 void HloModule::SetOutputNames(const std::vector<std::string>& names) {

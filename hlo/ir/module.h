@@ -38,6 +38,10 @@ class HloModule {
   HloComputation* entry() const { return entry_; }
   void set_entry(HloComputation* entry) { entry_ = entry; }
   HloComputation* FindComputation(const std::string& name) const;
+  // Renames instructions whose name an earlier one (entry first, then the
+  // other computations in order) already has to `name.N`, as XLA's parser
+  // does: names in different computations may repeat in the text.
+  void UniquifyInstructionNames();
 
   const FrontendAttributes& frontend_attributes() const { return frontend_; }
   FrontendAttributes* mutable_frontend_attributes() { return &frontend_; }

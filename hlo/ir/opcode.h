@@ -9,8 +9,11 @@
 
 namespace tpuoff::hlo {
 
-// Kinds: kUnary/kBinary are elementwise with same-typed operands; kOther is
-// everything with its own shape rule.
+// This is XLA's whole opcode list (xla/hlo/ir/hlo_opcode.h). Kinds:
+// kUnary/kBinary are elementwise with same-typed operands; kOther is
+// everything with its own shape rule. Which opcodes the emulator runs is
+// decided by the executor; the others parse, verify, print and convert, and
+// running them fails with an error naming the opcode.
 #define TPUOFF_HLO_OPCODE_LIST(V)                                    \
   V(kParameter, "parameter", 0, kOther)                              \
   V(kConstant, "constant", 0, kOther)                                \
@@ -41,13 +44,28 @@ namespace tpuoff::hlo {
   V(kLogistic, "logistic", 1, kUnary)                                \
   V(kSine, "sine", 1, kUnary)                                        \
   V(kCosine, "cosine", 1, kUnary)                                    \
+  V(kTan, "tan", 1, kUnary)                                          \
+  V(kAcos, "acos", 1, kUnary)                                        \
+  V(kAcosh, "acosh", 1, kUnary)                                      \
+  V(kAsin, "asin", 1, kUnary)                                        \
+  V(kAsinh, "asinh", 1, kUnary)                                      \
+  V(kAtan, "atan", 1, kUnary)                                        \
+  V(kAtanh, "atanh", 1, kUnary)                                      \
+  V(kCosh, "cosh", 1, kUnary)                                        \
+  V(kSinh, "sinh", 1, kUnary)                                        \
+  V(kErf, "erf", 1, kUnary)                                          \
   V(kFloor, "floor", 1, kUnary)                                      \
   V(kCeil, "ceil", 1, kUnary)                                        \
   V(kRoundNearestAfz, "round-nearest-afz", 1, kUnary)                \
   V(kRoundNearestEven, "round-nearest-even", 1, kUnary)              \
   V(kSign, "sign", 1, kUnary)                                        \
   V(kNot, "not", 1, kUnary)                                          \
+  V(kPopulationCount, "popcnt", 1, kUnary)                           \
+  V(kClz, "count-leading-zeros", 1, kUnary)                          \
   V(kIsFinite, "is-finite", 1, kOther)                               \
+  V(kReal, "real", 1, kOther)                                        \
+  V(kImag, "imag", 1, kOther)                                        \
+  V(kReducePrecision, "reduce-precision", 1, kOther)                 \
   V(kAdd, "add", 2, kBinary)                                         \
   V(kSubtract, "subtract", 2, kBinary)                               \
   V(kMultiply, "multiply", 2, kBinary)                               \
@@ -63,30 +81,76 @@ namespace tpuoff::hlo {
   V(kShiftLeft, "shift-left", 2, kBinary)                            \
   V(kShiftRightLogical, "shift-right-logical", 2, kBinary)           \
   V(kShiftRightArithmetic, "shift-right-arithmetic", 2, kBinary)     \
+  V(kMulhi, "mulhi", 2, kBinary)                                     \
+  V(kComplex, "complex", 2, kOther)                                  \
   V(kCompare, "compare", 2, kOther)                                  \
   V(kSelect, "select", 3, kOther)                                    \
   V(kClamp, "clamp", 3, kOther)                                      \
   V(kReduce, "reduce", -1, kOther)                                   \
   V(kReduceWindow, "reduce-window", -1, kOther)                      \
+  V(kSelectAndScatter, "select-and-scatter", 3, kOther)              \
   V(kDot, "dot", 2, kOther)                                          \
+  V(kConvolution, "convolution", -1, kOther)                         \
   V(kGather, "gather", 2, kOther)                                    \
   V(kScatter, "scatter", -1, kOther)                                 \
+  V(kSort, "sort", -1, kOther)                                       \
+  V(kTopK, "topk", 1, kOther)                                        \
   V(kTuple, "tuple", -1, kOther)                                     \
   V(kGetTupleElement, "get-tuple-element", 1, kOther)                \
   V(kWhile, "while", 1, kOther)                                      \
   V(kCall, "call", -1, kOther)                                       \
   V(kConditional, "conditional", -1, kOther)                         \
   V(kFusion, "fusion", -1, kOther)                                   \
+  V(kMap, "map", -1, kOther)                                         \
   V(kOptimizationBarrier, "opt-barrier", 1, kOther)                  \
+  V(kAddDependency, "add-dependency", 2, kOther)                     \
+  V(kDomain, "domain", 1, kOther)                                    \
   V(kPartitionId, "partition-id", 0, kOther)                         \
   V(kReplicaId, "replica-id", 0, kOther)                             \
   V(kAllReduce, "all-reduce", -1, kOther)                            \
   V(kAllGather, "all-gather", -1, kOther)                            \
   V(kReduceScatter, "reduce-scatter", -1, kOther)                    \
-  V(kCollectivePermute, "collective-permute", 1, kOther)             \
+  V(kCollectivePermute, "collective-permute", -1, kOther)            \
   V(kAllToAll, "all-to-all", -1, kOther)                             \
+  V(kCollectiveBroadcast, "collective-broadcast", -1, kOther)        \
+  V(kRaggedAllToAll, "ragged-all-to-all", 6, kOther)                 \
+  V(kCollectiveReduce, "collective-reduce", -1, kOther)              \
+  V(kAllGatherStart, "all-gather-start", -1, kOther)                 \
+  V(kAllGatherDone, "all-gather-done", 1, kOther)                    \
+  V(kAllReduceStart, "all-reduce-start", -1, kOther)                 \
+  V(kAllReduceDone, "all-reduce-done", 1, kOther)                    \
+  V(kCollectivePermuteStart, "collective-permute-start", -1, kOther) \
+  V(kCollectivePermuteDone, "collective-permute-done", 1, kOther)    \
+  V(kAsyncStart, "async-start", -1, kOther)                          \
+  V(kAsyncUpdate, "async-update", -1, kOther)                        \
+  V(kAsyncDone, "async-done", 1, kOther)                             \
+  V(kCopyStart, "copy-start", 1, kOther)                             \
+  V(kCopyDone, "copy-done", 1, kOther)                               \
+  V(kSend, "send", 2, kOther)                                        \
+  V(kSendDone, "send-done", 1, kOther)                               \
+  V(kRecv, "recv", 1, kOther)                                        \
+  V(kRecvDone, "recv-done", 1, kOther)                               \
+  V(kInfeed, "infeed", 1, kOther)                                    \
+  V(kOutfeed, "outfeed", 2, kOther)                                  \
   V(kAfterAll, "after-all", -1, kOther)                              \
-  V(kCustomCall, "custom-call", -1, kOther)
+  V(kCustomCall, "custom-call", -1, kOther)                          \
+  V(kFft, "fft", 1, kOther)                                          \
+  V(kCholesky, "cholesky", 1, kOther)                                \
+  V(kTriangularSolve, "triangular-solve", 2, kOther)                 \
+  V(kBatchNormTraining, "batch-norm-training", 3, kOther)            \
+  V(kBatchNormInference, "batch-norm-inference", 5, kOther)          \
+  V(kBatchNormGrad, "batch-norm-grad", 5, kOther)                    \
+  V(kRng, "rng", -1, kOther)                                         \
+  V(kRngBitGenerator, "rng-bit-generator", 1, kOther)                \
+  V(kRngGetAndUpdateState, "rng-get-and-update-state", 0, kOther)    \
+  V(kStochasticConvert, "stochastic-convert", 2, kOther)             \
+  V(kGetDimensionSize, "get-dimension-size", 1, kOther)              \
+  V(kSetDimensionSize, "set-dimension-size", 2, kOther)              \
+  V(kDynamicReshape, "dynamic-reshape", -1, kOther)                  \
+  V(kRaggedDot, "ragged-dot", 3, kOther)                             \
+  V(kScaledDot, "scaled-dot", 4, kOther)                             \
+  V(kScan, "scan", -1, kOther)                                       \
+  V(kShuffle, "shuffle", 1, kOther)
 
 enum class HloOpcode : int {
 #define TPUOFF_DECLARE_OPCODE(enum_name, text, arity, kind) enum_name,

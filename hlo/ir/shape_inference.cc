@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/ir/computation.h"
+#include "hlo/ir/shape_inference_extra.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/ir/window.h"
 
@@ -119,6 +120,9 @@ absl::StatusOr<Shape> Elementwise(HloOpcode op, Span operands) {
     case HloOpcode::kShiftLeft:
     case HloOpcode::kShiftRightLogical:
     case HloOpcode::kShiftRightArithmetic:
+    case HloOpcode::kPopulationCount:
+    case HloOpcode::kClz:
+    case HloOpcode::kMulhi:
       if (!IsInteger(t)) return Err(op, "needs integer operands");
       break;
     case HloOpcode::kNegate:
@@ -527,8 +531,15 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
     }
     case HloOpcode::kCopy:
     case HloOpcode::kOptimizationBarrier:
-    case HloOpcode::kCollectivePermute:
       return *operands[0];
+    case HloOpcode::kCollectivePermute: {
+      // One operand, or several permuted together (a tuple of them).
+      if (operands.empty()) return Err(op, "needs an operand");
+      if (operands.size() == 1) return *operands[0];
+      std::vector<Shape> elements;
+      for (const Shape* s : operands) elements.push_back(*s);
+      return Shape::Tuple(elements);
+    }
     case HloOpcode::kReverse: {
       RETURN_IF_ERROR(NeedArrays(op, operands));
       RETURN_IF_ERROR(CheckDimsInRange(op, attrs.dimensions, operands[0]->rank(), true));
@@ -720,8 +731,7 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return Shape::Tuple(elements);
     }
     default:
-      return absl::UnimplementedError(
-          absl::StrCat("no shape rule for ", HloOpcodeString(op)));
+      return InferShapeExtra(op, operands, attrs, called, declared);
   }
 }
 

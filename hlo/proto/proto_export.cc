@@ -269,7 +269,35 @@ absl::Status Exporter::ExportInstruction(const HloComputation& comp,
     for (int64_t x : a.dot.lhs_batch_dimensions) d->add_lhs_batch_dimensions(x);
     for (int64_t x : a.dot.rhs_batch_dimensions) d->add_rhs_batch_dimensions(x);
   }
-  if (!a.operand_precision.empty() || op == HloOpcode::kDot) {
+  if (op == HloOpcode::kConvolution) {
+    auto* c = p->mutable_convolution_dimension_numbers();
+    c->set_input_batch_dimension(a.conv.input_batch_dimension);
+    c->set_input_feature_dimension(a.conv.input_feature_dimension);
+    for (int64_t x : a.conv.input_spatial_dimensions) c->add_input_spatial_dimensions(x);
+    c->set_kernel_input_feature_dimension(a.conv.kernel_input_feature_dimension);
+    c->set_kernel_output_feature_dimension(a.conv.kernel_output_feature_dimension);
+    for (int64_t x : a.conv.kernel_spatial_dimensions) c->add_kernel_spatial_dimensions(x);
+    c->set_output_batch_dimension(a.conv.output_batch_dimension);
+    c->set_output_feature_dimension(a.conv.output_feature_dimension);
+    for (int64_t x : a.conv.output_spatial_dimensions) c->add_output_spatial_dimensions(x);
+    p->set_feature_group_count(a.feature_group_count);
+    p->set_batch_group_count(a.batch_group_count);
+  }
+  if (a.is_stable) p->set_is_stable(true);
+  if (op == HloOpcode::kTopK) {
+    p->set_k(a.k);
+    p->set_largest(a.largest);
+  }
+  if (op == HloOpcode::kReducePrecision) {
+    p->set_exponent_bits(static_cast<int32_t>(a.exponent_bits));
+    p->set_mantissa_bits(static_cast<int32_t>(a.mantissa_bits));
+  }
+  if (a.dot_algorithm != 0) {
+    p->mutable_precision_config()->set_algorithm(
+        static_cast<xla::PrecisionConfig::Algorithm>(a.dot_algorithm));
+  }
+  if (!a.operand_precision.empty() || op == HloOpcode::kDot ||
+      op == HloOpcode::kConvolution) {
     // XLA's own writer always lists one precision per dot operand.
     auto* pc = p->mutable_precision_config();
     if (a.operand_precision.empty()) {

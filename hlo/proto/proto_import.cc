@@ -1,6 +1,7 @@
 // HloModuleProto (binary or JSON) -> IR. The input is untrusted: every id,
 // count, index and size is checked before it is used, and errors name the
 // computation, the instruction and the field.
+#include <algorithm>
 #include <climits>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/json_util.h"
 #include "hlo/proto/proto_internal.h"
 #include "hlo/proto/proto_io.h"
@@ -97,10 +99,15 @@ absl::Status CheckCalledCount(HloOpcode op, int64_t called, int64_t operands,
     case HloOpcode::kScatter:
     case HloOpcode::kCall:
     case HloOpcode::kFusion:
+    case HloOpcode::kSort:
+    case HloOpcode::kMap:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAsyncStart:
       want = 1;
       break;
     case HloOpcode::kWhile:
-      want = 2;  // body, condition
+    case HloOpcode::kSelectAndScatter:
+      want = 2;  // body, condition / select, scatter
       break;
     case HloOpcode::kConditional:
       want = operands - 1;  // one branch per branch operand
@@ -219,6 +226,33 @@ absl::Status Importer::ImportAttributes(const xla::HloInstructionProto& p, HloOp
   // All-DEFAULT is what XLA writes for "unspecified"; the IR says that with
   // an empty list.
   if (all_default) a->operand_precision.clear();
+  a->dot_algorithm = static_cast<int>(p.precision_config().algorithm());
+  if (a->dot_algorithm < 0 || a->dot_algorithm >= kNumDotAlgorithms) {
+    return Invalid(where, absl::StrCat("unknown precision_config.algorithm ", a->dot_algorithm));
+  }
+  if (op == HloOpcode::kConvolution) {
+    const auto& c = p.convolution_dimension_numbers();
+    a->conv.input_batch_dimension = c.input_batch_dimension();
+    a->conv.input_feature_dimension = c.input_feature_dimension();
+    a->conv.input_spatial_dimensions.assign(c.input_spatial_dimensions().begin(),
+                                            c.input_spatial_dimensions().end());
+    a->conv.kernel_input_feature_dimension = c.kernel_input_feature_dimension();
+    a->conv.kernel_output_feature_dimension = c.kernel_output_feature_dimension();
+    a->conv.kernel_spatial_dimensions.assign(c.kernel_spatial_dimensions().begin(),
+                                             c.kernel_spatial_dimensions().end());
+    a->conv.output_batch_dimension = c.output_batch_dimension();
+    a->conv.output_feature_dimension = c.output_feature_dimension();
+    a->conv.output_spatial_dimensions.assign(c.output_spatial_dimensions().begin(),
+                                             c.output_spatial_dimensions().end());
+    // Zero means "unset" in XLA's proto: one group.
+    a->feature_group_count = std::max<int64_t>(p.feature_group_count(), 1);
+    a->batch_group_count = std::max<int64_t>(p.batch_group_count(), 1);
+  }
+  a->is_stable = p.is_stable();
+  a->k = p.k();
+  a->largest = op == HloOpcode::kTopK ? p.largest() : true;
+  a->exponent_bits = p.exponent_bits();
+  a->mantissa_bits = p.mantissa_bits();
   const auto& g = p.gather_dimension_numbers();
   a->gather.offset_dims.assign(g.offset_dims().begin(), g.offset_dims().end());
   a->gather.collapsed_slice_dims.assign(g.collapsed_slice_dims().begin(),
@@ -341,6 +375,13 @@ absl::StatusOr<std::unique_ptr<HloComputation>> Importer::ImportComputation(
 
     HloAttributes attrs;
     RETURN_IF_ERROR(ImportAttributes(ip, *op, where, &attrs));
+    // XLA writes the comparison type always but prints it only when it is
+    // not the default for the operand type; the IR keeps only non-defaults.
+    if (*op == HloOpcode::kCompare && !operands.empty() && operands[0]->shape().IsArray()) {
+      const PrimitiveType t = operands[0]->shape().element_type();
+      const char* def = IsFloatingPoint(t) ? "FLOAT" : IsSignedInteger(t) ? "SIGNED" : "UNSIGNED";
+      if (attrs.comparison_type == def) attrs.comparison_type.clear();
+    }
     if (*op == HloOpcode::kParameter) {
       const int64_t n = ip.parameter_number();
       if (n < 0 || n >= num_params) {
@@ -525,6 +566,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> Importer::Run(const xla::HloModulePro
         module->AddComputation(std::move(comp), /*is_entry=*/i == entry_index);
   }
   RETURN_IF_ERROR(ImportModuleFields(proto, module.get()));
+  module->UniquifyInstructionNames();
   return module;
 }
 
@@ -535,9 +577,20 @@ absl::StatusOr<std::unique_ptr<HloModule>> ModuleFromProtoBytes(absl::string_vie
     return absl::InvalidArgumentError("HloModuleProto bytes exceed 2 GiB");
   }
   xla::HloModuleProto proto;
-  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  bool ok;
+  {
+    google::protobuf::LogSilencer quiet;  // a failed first try is expected for HloProto
+    ok = proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!ok) {
+    // XLA's dumps (*.hlo.pb) hold an HloProto wrapping the module.
+    xla::HloProto wrapper;
+    if (wrapper.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+        wrapper.has_hlo_module()) {
+      return Importer().Run(wrapper.hlo_module());
+    }
     return absl::InvalidArgumentError(absl::StrCat(
-        "bytes are not a valid serialized HloModuleProto (truncated or corrupt; ",
+        "bytes are not a valid serialized HloModuleProto or HloProto (truncated or corrupt; ",
         bytes.size(), " bytes)"));
   }
   return Importer().Run(proto);

@@ -270,7 +270,12 @@ Token HloLexer::Lex(size_t pos, size_t* next, std::string* error) const {
   if (p >= text_.size()) return finish(TokKind::kEof, p);
   const char c = text_[p];
   if (IsIdentStart(c)) {
-    while (p < text_.size() && IsIdentChar(text_[p])) ++p;
+    // '-' belongs to names (get-tuple-element) but not to an arrow
+    // (dim_labels=b01f_01io->b01f).
+    while (p < text_.size() && IsIdentChar(text_[p]) &&
+           !(text_[p] == '-' && p + 1 < text_.size() && text_[p + 1] == '>')) {
+      ++p;
+    }
     t.str = std::string(text_.substr(pos, p - pos));
     if (p < text_.size() && text_[p] == ':') return finish(TokKind::kColonName, p + 1);
     if (p < text_.size() && text_[p] == '=') return finish(TokKind::kAttrName, p + 1);

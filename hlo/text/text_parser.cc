@@ -11,32 +11,6 @@
 
 namespace tpuoff::hlo {
 namespace text_internal {
-namespace {
-
-// XLA opcodes outside our table: recognised so the error says "unsupported"
-// rather than "unknown".
-constexpr absl::string_view kOtherXlaOpcodes[] = {
-    "acos", "acosh", "add-dependency", "asin", "asinh", "atanh", "async-start",
-    "async-update", "async-done", "all-gather-start", "all-gather-done",
-    "all-reduce-start", "all-reduce-done", "batch-norm-grad", "batch-norm-inference",
-    "batch-norm-training", "cholesky", "clz", "collective-broadcast",
-    "collective-permute-start", "collective-permute-done", "complex", "convolution",
-    "copy-start", "copy-done", "cosh", "domain", "dynamic-reshape", "erf", "fft",
-    "get-dimension-size", "imag", "infeed", "map", "outfeed", "popcnt",
-    "ragged-all-to-all", "ragged-dot", "real", "recv", "recv-done", "reduce-precision",
-    "reduce-window", "rng", "rng-bit-generator", "rng-get-and-update-state", "scan",
-    "scaled-dot", "select-and-scatter", "send", "send-done", "set-dimension-size",
-    "sinh", "sort", "stochastic-convert", "tan", "topk", "triangular-solve"};
-
-bool IsOtherXlaOpcode(absl::string_view name) {
-  for (absl::string_view op : kOtherXlaOpcodes) {
-    if (op == name) return true;
-  }
-  return absl::EndsWith(name, "-start") || absl::EndsWith(name, "-done") ||
-         absl::EndsWith(name, "-update");
-}
-
-}  // namespace
 
 absl::Status TextParser::ErrorAt(size_t loc, absl::string_view message,
                                  absl::StatusCode code) const {
@@ -80,7 +54,13 @@ absl::Status TextParser::ParseModule() {
   if (!AtIdent("HloModule")) return TokenError("expected 'HloModule'");
   lexer_.Next();
   size_t loc;
-  RETURN_IF_ERROR(ParseName(&module_.name, &loc));
+  if (At(TokKind::kColonName)) {  // `HloModule name:` as some XLA dumps write it
+    module_.name = lexer_.tok().str;
+    lexer_.Next();
+  } else {
+    RETURN_IF_ERROR(ParseName(&module_.name, &loc));
+    Eat(TokKind::kColon);
+  }
   std::set<std::string> seen;
   while (Eat(TokKind::kComma)) {
     if (At(TokKind::kAttrName) && !seen.insert(lexer_.tok().str).second) {
@@ -257,9 +237,6 @@ absl::Status TextParser::ParseInstruction(ParsedComputation* computation) {
   const std::string opcode_name = lexer_.tok().str;
   const std::optional<HloOpcode> opcode = StringToHloOpcode(opcode_name);
   if (!opcode.has_value()) {
-    if (IsOtherXlaOpcode(opcode_name)) {
-      return Unsupported(Loc(), absl::StrCat("opcode ", opcode_name, " is not supported"));
-    }
     return TokenError(absl::StrCat("unknown opcode '", opcode_name, "'"));
   }
   instr.opcode = *opcode;

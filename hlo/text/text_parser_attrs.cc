@@ -217,6 +217,7 @@ absl::Status TextParser::ParseReplicaGroups(ReplicaGroups* groups) {
     if (total > options_.max_devices) return ErrorAt(loc, "too many devices in replica_groups");
     return absl::OkStatus();
   }
+  if (AtIdent("mesh")) return ParseMeshReplicaGroups(groups);
   // Iota form: [num_groups,group_size]<=[reshape]T(perm).
   std::vector<int64_t> dims, reshape, perm;
   RETURN_IF_ERROR(ParseDimList(&dims, TokKind::kLsquare, TokKind::kRsquare));
@@ -241,6 +242,85 @@ absl::Status TextParser::ParseReplicaGroups(ReplicaGroups* groups) {
   groups->iota_form = true;
   groups->iota_reshape_dims = reshape;
   groups->iota_transpose_perm = perm;
+  return absl::OkStatus();
+}
+
+// mesh['a'=4,'b'=2] {'b'}: devices numbered row-major over the mesh; each
+// group runs over the named axes (in the order named) at one index of the
+// other axes.
+absl::Status TextParser::ParseMeshReplicaGroups(ReplicaGroups* groups) {
+  const size_t loc = Loc();
+  lexer_.Next();
+  RETURN_IF_ERROR(Expect(TokKind::kLsquare, "after mesh"));
+  std::vector<int64_t> sizes;
+  while (!At(TokKind::kRsquare)) {
+    std::string name;
+    int64_t size = 0;
+    RETURN_IF_ERROR(ParseString(&name));
+    RETURN_IF_ERROR(Expect(TokKind::kEqual, "after a mesh axis name"));
+    const size_t size_loc = Loc();
+    RETURN_IF_ERROR(ParseDimValue(&size));
+    if (size < 1) return ErrorAt(size_loc, "mesh axis sizes must be >= 1");
+    for (const auto& axis : groups->mesh_axes) {
+      if (axis.first == name) return ErrorAt(size_loc, absl::StrCat("mesh axis '", name, "' repeated"));
+    }
+    groups->mesh_axes.emplace_back(name, size);
+    sizes.push_back(size);
+    if (!Eat(TokKind::kComma)) break;
+  }
+  RETURN_IF_ERROR(Expect(TokKind::kRsquare, "to end the mesh axes"));
+  if (sizes.empty()) return ErrorAt(loc, "a mesh needs at least one axis");
+  const int64_t total = BoundedProduct(sizes, options_.max_devices);
+  if (total < 0) return ErrorAt(loc, "too many devices in the mesh");
+  RETURN_IF_ERROR(Expect(TokKind::kLbrace, "before the grouped mesh axes"));
+  std::vector<int> selected;
+  while (!At(TokKind::kRbrace)) {
+    std::string name;
+    const size_t name_loc = Loc();
+    RETURN_IF_ERROR(ParseString(&name));
+    int found = -1;
+    for (size_t i = 0; i < groups->mesh_axes.size(); ++i) {
+      if (groups->mesh_axes[i].first == name) found = static_cast<int>(i);
+    }
+    if (found < 0 || std::count(selected.begin(), selected.end(), found)) {
+      return ErrorAt(name_loc, absl::StrCat("'", name, "' is not a mesh axis or is repeated"));
+    }
+    selected.push_back(found);
+    groups->mesh_group_axes.push_back(name);
+    if (!Eat(TokKind::kComma)) break;
+  }
+  RETURN_IF_ERROR(Expect(TokKind::kRbrace, "to end the grouped mesh axes"));
+  // Device id of a mesh index, row-major.
+  const int rank = static_cast<int>(sizes.size());
+  std::vector<int64_t> strides(rank, 1);
+  for (int i = rank - 2; i >= 0; --i) strides[i] = strides[i + 1] * sizes[i + 1];
+  std::vector<int> others;
+  for (int i = 0; i < rank; ++i) {
+    if (!std::count(selected.begin(), selected.end(), i)) others.push_back(i);
+  }
+  auto walk = [&](const std::vector<int>& axes, auto&& visit) {
+    std::vector<int64_t> idx(axes.size(), 0);
+    while (true) {
+      visit(idx);
+      int k = static_cast<int>(axes.size()) - 1;
+      for (; k >= 0; --k) {
+        if (++idx[k] < sizes[axes[k]]) break;
+        idx[k] = 0;
+      }
+      if (k < 0) return;
+    }
+  };
+  walk(others, [&](const std::vector<int64_t>& outer) {
+    int64_t base = 0;
+    for (size_t i = 0; i < others.size(); ++i) base += outer[i] * strides[others[i]];
+    std::vector<int64_t> group;
+    walk(selected, [&](const std::vector<int64_t>& inner) {
+      int64_t id = base;
+      for (size_t i = 0; i < selected.size(); ++i) id += inner[i] * strides[selected[i]];
+      group.push_back(id);
+    });
+    groups->groups.push_back(std::move(group));
+  });
   return absl::OkStatus();
 }
 
@@ -454,7 +534,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   if (name == "dimensions") {
     RETURN_IF_ERROR(only({O::kBroadcast, O::kTranspose, O::kReduce, O::kReverse,
                           O::kConcatenate, O::kAllGather, O::kReduceScatter,
-                          O::kAllToAll}));
+                          O::kAllToAll, O::kSort, O::kAllGatherStart, O::kMap}));
     return ParseDimList(&a.dimensions);
   }
   if (name == "iota_dimension") {
@@ -477,7 +557,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     return ParsePadding(&a.padding);
   }
   if (name == "window") {
-    RETURN_IF_ERROR(only({O::kReduceWindow}));
+    RETURN_IF_ERROR(only({O::kReduceWindow, O::kConvolution, O::kSelectAndScatter}));
     return ParseWindow(&a.window);
   }
   if (name == "direction") {
@@ -509,7 +589,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
                                                          : &a.dot.rhs_batch_dimensions);
   }
   if (name == "operand_precision") {
-    RETURN_IF_ERROR(only({O::kDot, O::kCustomCall}));
+    RETURN_IF_ERROR(only({O::kDot, O::kCustomCall, O::kConvolution}));
     return ParsePrecisionList(&a.operand_precision);
   }
   if (name == "offset_dims" || name == "collapsed_slice_dims" || name == "start_index_map" ||
@@ -551,8 +631,67 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   }
   if (name == "to_apply") {
     RETURN_IF_ERROR(only({O::kReduce, O::kReduceWindow, O::kAllReduce, O::kReduceScatter,
-                          O::kScatter, O::kCall, O::kCustomCall}));
+                          O::kScatter, O::kCall, O::kCustomCall, O::kSort, O::kMap,
+                          O::kAllReduceStart}));
     return ParseComputationRef(&instr->to_apply.emplace());
+  }
+  if (name == "select" || name == "scatter") {
+    RETURN_IF_ERROR(only({O::kSelectAndScatter}));
+    return ParseComputationRef(name == "select" ? &instr->select.emplace()
+                                                : &instr->scatter.emplace());
+  }
+  if (name == "dim_labels") {
+    RETURN_IF_ERROR(only({O::kConvolution}));
+    // b01f_01io->b01f: identifier, arrow, identifier.
+    const size_t labels_loc = Loc();
+    if (!At(TokKind::kIdent)) return TokenError("expected dim_labels like b01f_01io->b01f");
+    std::string labels = lexer_.tok().str;
+    lexer_.Next();
+    RETURN_IF_ERROR(Expect(TokKind::kArrow, "in dim_labels"));
+    if (!At(TokKind::kIdent)) return TokenError("expected the output labels of dim_labels");
+    absl::StrAppend(&labels, "->", lexer_.tok().str);
+    lexer_.Next();
+    auto dnums = ParseConvolutionDimensionNumbers(labels);
+    if (!dnums.ok()) return ErrorAt(labels_loc, dnums.status().message());
+    a.conv = *std::move(dnums);
+    return absl::OkStatus();
+  }
+  if (name == "feature_group_count" || name == "batch_group_count") {
+    RETURN_IF_ERROR(only({O::kConvolution}));
+    const size_t v_loc = Loc();
+    int64_t* v = name == "feature_group_count" ? &a.feature_group_count : &a.batch_group_count;
+    RETURN_IF_ERROR(ParseDimValue(v));
+    if (*v < 1) return ErrorAt(v_loc, absl::StrCat(name, " must be >= 1"));
+    return absl::OkStatus();
+  }
+  if (name == "is_stable") {
+    RETURN_IF_ERROR(only({O::kSort}));
+    return ParseBool(&a.is_stable);
+  }
+  if (name == "k") {
+    RETURN_IF_ERROR(only({O::kTopK}));
+    return ParseDimValue(&a.k);
+  }
+  if (name == "largest") {
+    RETURN_IF_ERROR(only({O::kTopK}));
+    return ParseBool(&a.largest);
+  }
+  if (name == "exponent_bits" || name == "mantissa_bits") {
+    RETURN_IF_ERROR(only({O::kReducePrecision}));
+    const size_t v_loc = Loc();
+    int64_t* v = name == "exponent_bits" ? &a.exponent_bits : &a.mantissa_bits;
+    RETURN_IF_ERROR(ParseDimValue(v));
+    if (*v < 0 || *v > 64) return ErrorAt(v_loc, absl::StrCat(name, " must be in [0, 64]"));
+    return absl::OkStatus();
+  }
+  if (name == "algorithm" && (op == O::kDot || op == O::kConvolution)) {
+    lexer_.Next();
+    if (!At(TokKind::kIdent)) return TokenError("expected a dot algorithm like dot_bf16_bf16_f32");
+    const std::optional<int> alg = DotAlgorithmFromName(lexer_.tok().str);
+    if (!alg.has_value()) return TokenError("unknown dot algorithm");
+    a.dot_algorithm = *alg;
+    lexer_.Next();
+    return absl::OkStatus();
   }
   if (name == "index") {
     RETURN_IF_ERROR(only({O::kGetTupleElement}));
@@ -578,7 +717,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
                                                        : &instr->called_computations);
   }
   if (name == "calls") {
-    RETURN_IF_ERROR(only({O::kFusion}));
+    RETURN_IF_ERROR(only({O::kFusion, O::kAsyncStart}));
     return ParseComputationRef(&instr->calls.emplace());
   }
   if (name == "kind") {
@@ -592,7 +731,9 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   }
   if (name == "channel_id") {
     RETURN_IF_ERROR(only({O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllToAll,
-                          O::kCollectivePermute}));
+                          O::kCollectivePermute, O::kAllReduceStart, O::kAllGatherStart,
+                          O::kCollectivePermuteStart, O::kSend, O::kRecv, O::kSendDone,
+                          O::kRecvDone, O::kCollectiveBroadcast, O::kRaggedAllToAll}));
     int64_t id = 0;
     const size_t id_loc = Loc();
     RETURN_IF_ERROR(ParseInt64(&id));
@@ -601,11 +742,14 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     return absl::OkStatus();
   }
   if (name == "replica_groups") {
-    RETURN_IF_ERROR(only({O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllToAll}));
+    RETURN_IF_ERROR(only({O::kAllReduce, O::kAllGather, O::kReduceScatter, O::kAllToAll,
+                          O::kAllReduceStart, O::kAllGatherStart, O::kCollectiveBroadcast,
+                          O::kRaggedAllToAll}));
     return ParseReplicaGroups(&a.replica_groups);
   }
   if (name == "use_global_device_ids") {
-    RETURN_IF_ERROR(only({O::kAllReduce, O::kAllGather, O::kReduceScatter}));
+    RETURN_IF_ERROR(only({O::kAllReduce, O::kAllGather, O::kReduceScatter,
+                          O::kAllReduceStart, O::kAllGatherStart}));
     return ParseBool(&a.use_global_device_ids);
   }
   if (name == "constrain_layout") {
@@ -613,7 +757,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     return ParseBool(&a.constrain_layout);
   }
   if (name == "source_target_pairs") {
-    RETURN_IF_ERROR(only({O::kCollectivePermute}));
+    RETURN_IF_ERROR(only({O::kCollectivePermute, O::kCollectivePermuteStart}));
     std::vector<std::vector<int64_t>> pairs;
     const size_t pairs_loc = Loc();
     RETURN_IF_ERROR(ParseDimListList(&pairs));
@@ -642,7 +786,8 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     }
     return TokenError("expected a custom-call API_VERSION_...");
   }
-  return Unsupported(loc, absl::StrCat("attribute ", name, " is not supported"));
+  return Unsupported(loc, absl::StrCat("attribute ", name, " of ", HloOpcodeString(op),
+                                       " is not supported"));
 }
 
 absl::Status TextParser::CheckRequiredAttributes(const ParsedInstruction& instr) const {
@@ -676,6 +821,11 @@ absl::Status TextParser::CheckRequiredAttributes(const ParsedInstruction& instr)
     case O::kReduceScatter: required = {"dimensions", "to_apply"}; break;
     case O::kCollectivePermute: required = {"source_target_pairs"}; break;
     case O::kCustomCall: required = {"custom_call_target"}; break;
+    case O::kConvolution: required = {"dim_labels"}; break;
+    case O::kSort: required = {"dimensions", "to_apply"}; break;
+    case O::kTopK: required = {"k"}; break;
+    case O::kSelectAndScatter: required = {"window", "select", "scatter"}; break;
+    case O::kReducePrecision: required = {"exponent_bits", "mantissa_bits"}; break;
     default: break;
   }
   for (absl::string_view r : required) {

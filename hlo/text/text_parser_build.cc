@@ -139,6 +139,10 @@ absl::StatusOr<std::vector<HloComputation*>> ComputationBuilder::CalledComputati
     case HloOpcode::kFusion:
       RETURN_IF_ERROR(add(*pi.calls));
       break;
+    case HloOpcode::kSelectAndScatter:
+      RETURN_IF_ERROR(add(*pi.select));
+      RETURN_IF_ERROR(add(*pi.scatter));
+      break;
     case HloOpcode::kConditional: {
       if (operands.empty() || operands[0]->shape().rank() != 0 ||
           (operands[0]->shape().element_type() != PrimitiveType::kPred &&
@@ -165,6 +169,7 @@ absl::StatusOr<std::vector<HloComputation*>> ComputationBuilder::CalledComputati
     }
     default:
       if (pi.to_apply) RETURN_IF_ERROR(add(*pi.to_apply));
+      if (pi.calls) RETURN_IF_ERROR(add(*pi.calls));
       for (const NameRef& ref : pi.called_computations) RETURN_IF_ERROR(add(ref));
       break;
   }
@@ -364,7 +369,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Build() {
     for (const ParsedInstruction& pi : comps[i].instructions) {
       std::vector<const NameRef*> refs;
       for (const auto* r : {&pi.to_apply, &pi.condition, &pi.body, &pi.calls,
-                            &pi.true_computation, &pi.false_computation}) {
+                            &pi.true_computation, &pi.false_computation, &pi.select,
+                            &pi.scatter}) {
         if (r->has_value()) refs.push_back(&**r);
       }
       for (const NameRef& r : pi.branch_computations) refs.push_back(&r);
@@ -431,6 +437,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Build() {
   *module->mutable_frontend_attributes() = module_.frontend_attributes;
   module->set_num_partitions(module_.num_partitions);
   module->set_replica_count(module_.replica_count);
+  module->UniquifyInstructionNames();
   return module;
 }
 

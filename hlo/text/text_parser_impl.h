@@ -51,6 +51,7 @@ struct ParsedInstruction {
   // Called computations by role; the build phase puts them in IR order.
   std::optional<NameRef> to_apply, condition, body, calls;
   std::optional<NameRef> true_computation, false_computation;
+  std::optional<NameRef> select, scatter;  // select-and-scatter
   std::vector<NameRef> branch_computations, called_computations;
   OpMetadata metadata;
   FrontendAttributes frontend_attributes;
@@ -132,6 +133,7 @@ class TextParser {
   // ---- Attribute values (text_parser_attrs.cc).
   absl::Status ParseSharding(HloSharding* sharding, int depth = 0);
   absl::Status ParseReplicaGroups(ReplicaGroups* groups);
+  absl::Status ParseMeshReplicaGroups(ReplicaGroups* groups);
   absl::Status ParseMetadata(OpMetadata* metadata);
   absl::Status ParseFrontendAttributes(FrontendAttributes* attrs);
   absl::Status ParseStringOrJsonDict(std::string* value);

@@ -198,6 +198,12 @@ std::optional<std::string> IotaString(const std::vector<int64_t>& reshape,
 }
 
 std::string ReplicaGroupsString(const ReplicaGroups& g) {
+  if (!g.mesh_axes.empty()) {
+    std::vector<std::string> axes, selected;
+    for (const auto& [name, size] : g.mesh_axes) axes.push_back(absl::StrCat("'", name, "'=", size));
+    for (const std::string& name : g.mesh_group_axes) selected.push_back(absl::StrCat("'", name, "'"));
+    return absl::StrCat("mesh[", absl::StrJoin(axes, ","), "] {", absl::StrJoin(selected, ","), "}");
+  }
   if (g.iota_form && !g.groups.empty()) {
     std::vector<int64_t> flat;
     bool uniform = true;
@@ -321,6 +327,7 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kReduce:
     case O::kReverse:
     case O::kConcatenate:
+    case O::kMap:
       add_dims("dimensions", a.dimensions, true);
       break;
     case O::kIota:
@@ -341,8 +348,32 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       add_dims("rhs_contracting_dims", a.dot.rhs_contracting_dimensions, false);
       const std::string precision = PrecisionString(a.operand_precision);
       if (!precision.empty()) out->push_back(precision);
+      if (a.dot_algorithm != 0) add("algorithm=", DotAlgorithmName(a.dot_algorithm));
       break;
     }
+    case O::kConvolution: {
+      if (!a.window.empty()) add("window=", WindowToString(a.window));
+      add("dim_labels=", ConvolutionDimensionNumbersToString(a.conv));
+      if (a.feature_group_count != 1) add("feature_group_count=", a.feature_group_count);
+      if (a.batch_group_count != 1) add("batch_group_count=", a.batch_group_count);
+      const std::string precision = PrecisionString(a.operand_precision);
+      if (!precision.empty()) out->push_back(precision);
+      if (a.dot_algorithm != 0) add("algorithm=", DotAlgorithmName(a.dot_algorithm));
+      break;
+    }
+    case O::kSort:
+      add_dims("dimensions", a.dimensions, true);
+      if (a.is_stable) add("is_stable=true");
+      break;
+    case O::kTopK:
+      add("k=", a.k);
+      add("largest=", a.largest ? "true" : "false");
+      break;
+    case O::kSelectAndScatter: add("window=", WindowToString(a.window)); break;
+    case O::kReducePrecision:
+      add("exponent_bits=", a.exponent_bits);
+      add("mantissa_bits=", a.mantissa_bits);
+      break;
     case O::kGather:
       add_dims("offset_dims", a.gather.offset_dims, true);
       add_dims("collapsed_slice_dims", a.gather.collapsed_slice_dims, true);
@@ -369,17 +400,22 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kAllGather:
     case O::kReduceScatter:
     case O::kAllToAll:
+    case O::kAllReduceStart:
+    case O::kAllGatherStart:
       if (a.channel_id) add("channel_id=", *a.channel_id);
       add("replica_groups=", ReplicaGroupsString(a.replica_groups));
       if (a.constrain_layout) add("constrain_layout=true");
-      if (instr.opcode() == O::kAllGather) add_dims("dimensions", a.dimensions, true);
+      if (instr.opcode() == O::kAllGather || instr.opcode() == O::kAllGatherStart) {
+        add_dims("dimensions", a.dimensions, true);
+      }
       if (instr.opcode() != O::kAllToAll && a.use_global_device_ids) {
         add("use_global_device_ids=true");
       }
       if (instr.opcode() == O::kReduceScatter) add_dims("dimensions", a.dimensions, true);
       if (instr.opcode() == O::kAllToAll) add_dims("dimensions", a.dimensions, false);
       break;
-    case O::kCollectivePermute: {
+    case O::kCollectivePermute:
+    case O::kCollectivePermuteStart: {
       if (a.channel_id) add("channel_id=", *a.channel_id);
       std::vector<std::string> pairs;
       for (const auto& [s, t] : a.source_target_pairs) pairs.push_back(absl::StrCat("{", s, ",", t, "}"));
@@ -423,9 +459,21 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kReduceScatter:
     case O::kScatter:
     case O::kCall:
+    case O::kAllReduceStart:
+    case O::kMap:
       add("to_apply=", comp(0));
       break;
-    case O::kFusion: add("calls=", comp(0)); break;
+    case O::kSort:
+      add("to_apply=", comp(0));
+      break;
+    case O::kSelectAndScatter:
+      add("select=", comp(0));
+      add("scatter=", comp(1));
+      break;
+    case O::kFusion:
+    case O::kAsyncStart:
+      add("calls=", comp(0));
+      break;
     case O::kCustomCall:
       if (!called.empty()) {
         std::vector<std::string> names;

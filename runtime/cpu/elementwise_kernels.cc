@@ -473,6 +473,18 @@ absl::StatusOr<UnaryKernel> GetUnaryKernel(HloOpcode op, PrimitiveType t) {
     case HloOpcode::kLogistic: k = MakeUnary<LogisticOp>(t); break;
     case HloOpcode::kSine: k = MakeUnary<SinOp>(t); break;
     case HloOpcode::kCosine: k = MakeUnary<CosOp>(t); break;
+    case HloOpcode::kTan: k = MakeUnary<TanOp>(t); break;
+    case HloOpcode::kAcos: k = MakeUnary<AcosOp>(t); break;
+    case HloOpcode::kAcosh: k = MakeUnary<AcoshOp>(t); break;
+    case HloOpcode::kAsin: k = MakeUnary<AsinOp>(t); break;
+    case HloOpcode::kAsinh: k = MakeUnary<AsinhOp>(t); break;
+    case HloOpcode::kAtan: k = MakeUnary<AtanOp>(t); break;
+    case HloOpcode::kAtanh: k = MakeUnary<AtanhOp>(t); break;
+    case HloOpcode::kCosh: k = MakeUnary<CoshOp>(t); break;
+    case HloOpcode::kSinh: k = MakeUnary<SinhOp>(t); break;
+    case HloOpcode::kErf: k = MakeUnary<ErfOp>(t); break;
+    case HloOpcode::kPopulationCount: k = MakeUnary<PopcntOp>(t); break;
+    case HloOpcode::kClz: k = MakeUnary<ClzOp>(t); break;
     case HloOpcode::kFloor: k = MakeUnary<FloorOp>(t); break;
     case HloOpcode::kCeil: k = MakeUnary<CeilOp>(t); break;
     case HloOpcode::kRoundNearestAfz: k = MakeUnary<RoundAfzOp>(t); break;
@@ -502,6 +514,7 @@ absl::StatusOr<BinaryKernel> GetBinaryKernel(HloOpcode op, PrimitiveType t,
     case HloOpcode::kShiftLeft: k = MakeBinary<ShlOp>(t, s); break;
     case HloOpcode::kShiftRightLogical: k = MakeBinary<ShrlOp>(t, s); break;
     case HloOpcode::kShiftRightArithmetic: k = MakeBinary<ShraOp>(t, s); break;
+    case HloOpcode::kMulhi: k = MakeBinary<MulhiOp>(t, s); break;
     default: break;
   }
   if (k == nullptr) return Unsupported(hlo::HloOpcodeString(op), t);

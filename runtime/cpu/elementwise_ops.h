@@ -6,6 +6,7 @@
 #ifndef TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
 #define TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -98,11 +99,32 @@ TPUOFF_FLOAT_UNARY(TanhOp, std::tanh(x))
 TPUOFF_FLOAT_UNARY(LogisticOp, C(1) / (C(1) + std::exp(-x)))
 TPUOFF_FLOAT_UNARY(SinOp, std::sin(x))
 TPUOFF_FLOAT_UNARY(CosOp, std::cos(x))
+TPUOFF_FLOAT_UNARY(TanOp, std::tan(x))
+TPUOFF_FLOAT_UNARY(AcosOp, std::acos(x))
+TPUOFF_FLOAT_UNARY(AcoshOp, std::acosh(x))
+TPUOFF_FLOAT_UNARY(AsinOp, std::asin(x))
+TPUOFF_FLOAT_UNARY(AsinhOp, std::asinh(x))
+TPUOFF_FLOAT_UNARY(AtanOp, std::atan(x))
+TPUOFF_FLOAT_UNARY(AtanhOp, std::atanh(x))
+TPUOFF_FLOAT_UNARY(CoshOp, std::cosh(x))
+TPUOFF_FLOAT_UNARY(SinhOp, std::sinh(x))
+TPUOFF_FLOAT_UNARY(ErfOp, std::erf(x))
 TPUOFF_FLOAT_UNARY(FloorOp, std::floor(x))
 TPUOFF_FLOAT_UNARY(CeilOp, std::ceil(x))
 TPUOFF_FLOAT_UNARY(RoundAfzOp, std::round(x))
 TPUOFF_FLOAT_UNARY(RoundEvenOp, std::nearbyint(x))
 #undef TPUOFF_FLOAT_UNARY
+
+struct PopcntOp {
+  static constexpr int kCats = kIntOnly;
+  template <typename C>
+  static C Apply(C x) { return static_cast<C>(std::popcount(static_cast<U<C>>(x))); }
+};
+struct ClzOp {
+  static constexpr int kCats = kIntOnly;
+  template <typename C>
+  static C Apply(C x) { return static_cast<C>(std::countl_zero(static_cast<U<C>>(x))); }
+};
 
 // ----- binary ops ------------------------------------------------------------
 template <typename C>
@@ -261,6 +283,22 @@ struct ShraOp {
     const S sa = static_cast<S>(a);
     if (s >= sizeof(C) * 8) return static_cast<C>(sa < 0 ? S(-1) : S(0));
     return static_cast<C>(sa >> s);
+  }
+};
+
+// High half of the double-width product (XLA's mulhi).
+struct MulhiOp {
+  static constexpr int kCats = kIntOnly;
+  template <typename C>
+  static C Apply(C a, C b) {
+    constexpr int kBits = sizeof(C) * 8;
+    if constexpr (kBits == 64) {
+      using W = std::conditional_t<std::is_signed_v<C>, __int128, unsigned __int128>;
+      return static_cast<C>((static_cast<W>(a) * static_cast<W>(b)) >> 64);
+    } else {
+      using W = std::conditional_t<std::is_signed_v<C>, int64_t, uint64_t>;
+      return static_cast<C>((static_cast<W>(a) * static_cast<W>(b)) >> kBits);
+    }
   }
 };
 

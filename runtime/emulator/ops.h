@@ -30,7 +30,8 @@ class ScalarEvaluator {
   }
 
   struct Node {
-    enum class Kind { kArg, kConst, kUnary, kBinary, kTernary };
+    // kBitcast: store as the operand's type, load as the result's.
+    enum class Kind { kArg, kConst, kUnary, kBinary, kTernary, kBitcast };
     Kind kind = Kind::kConst;
     int out = 0;
     int args[3] = {0, 0, 0};
@@ -38,6 +39,8 @@ class ScalarEvaluator {
     UnaryKernel unary = nullptr;
     BinaryKernel binary = nullptr;
     TernaryKernel ternary = nullptr;
+    StoreKernel store = nullptr;
+    LoadKernel load = nullptr;
   };
 
  private:

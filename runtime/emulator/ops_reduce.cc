@@ -100,6 +100,16 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
     } else if (op == HloOpcode::kClamp) {
       n.kind = Node::Kind::kTernary;
       ASSIGN_OR_RETURN(n.ternary, GetClampKernel(t));
+    } else if ((op == HloOpcode::kBitcast || op == HloOpcode::kBitcastConvert) &&
+               x->operand(0)->shape().IsArray() &&
+               hlo::ByteWidth(x->operand(0)->shape().element_type()) == hlo::ByteWidth(t)) {
+      n.kind = Node::Kind::kBitcast;
+      n.store = GetStoreKernel(x->operand(0)->shape().element_type());
+      n.load = GetLoadKernel(t);
+      if (n.store == nullptr || n.load == nullptr) return fail(x);
+    } else if (op == HloOpcode::kReshape || op == HloOpcode::kCopy) {
+      slots[x] = slots[x->operand(0)];
+      continue;
     } else {
       return fail(x);
     }
@@ -135,6 +145,13 @@ void ScalarEvaluator::Eval(absl::Span<const uint64_t> args,
         v[n.out] = 0;
         n.ternary(&v[n.args[0]], &v[n.args[1]], &v[n.args[2]], &v[n.out], 1);
         break;
+      case Node::Kind::kBitcast: {
+        uint64_t bits = 0;
+        n.store(&v[n.args[0]], &bits, 1);
+        v[n.out] = 0;
+        n.load(&bits, 1, &v[n.out], 1);
+        break;
+      }
     }
   }
   for (size_t i = 0; i < root_slots_.size(); ++i) results[i] = v[root_slots_[i]];

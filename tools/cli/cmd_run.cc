@@ -39,6 +39,7 @@ struct RunFlags {
   double hbm_gib = 32.0;
   int64_t threads = 0;
   std::string input_format = "auto";
+  std::string bf16_outputs = "f32";
   KernelFlags kernel;
   ShardFlags shard;
 };
@@ -99,8 +100,9 @@ int RunMain(const std::vector<std::string>& args) {
       "write per-device outputs.\n"
       "Prints each output's shape, dtype and checksum, each device's peak HBM\n"
       "and the wall time. --outputs writes <name>.npy per output (bf16 as\n"
-      "float32) and manifest.json, all or nothing. Running out of simulated\n"
-      "HBM exits 1 and writes nothing.\n"
+      "float32, or ml_dtypes bfloat16 with --bf16-outputs=bf16) and\n"
+      "manifest.json, all or nothing. Running out of simulated HBM exits 1\n"
+      "and writes nothing.\n"
       "Exit codes: 0 ok, 1 failure (bad input, out of HBM), 2 usage error.");
   flags.AddString("inputs", &f.inputs, "directory of <parameter>.npy inputs",
                   "DIR");
@@ -115,6 +117,8 @@ int RunMain(const std::vector<std::string>& args) {
                   "FILE");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
+  flags.AddEnum("bf16-outputs", &f.bf16_outputs, {"f32", "bf16"},
+                "write bf16 outputs as float32 (exact) or as ml_dtypes bfloat16");
   flags.AddEnum("input-format", &f.input_format,
                 {"auto", "text", "proto", "json"},
                 "format of MODULE_FILE (auto = detect)");
@@ -240,7 +244,9 @@ int RunMain(const std::vector<std::string>& args) {
     }
   }
   if (!f.outputs.empty()) {
-    if (absl::Status s = WriteOutputs(f.outputs, named); !s.ok()) {
+    NpyWriteOptions npy_options;
+    npy_options.bf16_as_float32 = f.bf16_outputs == "f32";
+    if (absl::Status s = WriteOutputs(f.outputs, named, npy_options); !s.ok()) {
       if (!f.trace.empty() && f.trace != "-") std::remove(f.trace.c_str());
       return ReportFailure(kCmd, s);
     }

@@ -110,13 +110,38 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
+struct DtypeInfo {
+  NpyDtype dtype;
+  absl::string_view code;  // descr without the byte order
+  absl::string_view name;
+  int64_t size;
+};
+
+constexpr DtypeInfo kDtypes[] = {
+    {NpyDtype::kBool, "b1", "bool", 1},          {NpyDtype::kInt8, "i1", "int8", 1},
+    {NpyDtype::kInt16, "i2", "int16", 2},        {NpyDtype::kInt32, "i4", "int32", 4},
+    {NpyDtype::kInt64, "i8", "int64", 8},        {NpyDtype::kUint8, "u1", "uint8", 1},
+    {NpyDtype::kUint16, "u2", "uint16", 2},      {NpyDtype::kUint32, "u4", "uint32", 4},
+    {NpyDtype::kUint64, "u8", "uint64", 8},      {NpyDtype::kFloat16, "f2", "float16", 2},
+    {NpyDtype::kFloat32, "f4", "float32", 4},    {NpyDtype::kFloat64, "f8", "float64", 8},
+    // ml_dtypes' bfloat16: numpy has no name for it, np.save writes 2-byte void.
+    {NpyDtype::kBfloat16, "V2", "bfloat16", 2},
+};
+
+const DtypeInfo& Info(NpyDtype d) {
+  for (const DtypeInfo& i : kDtypes) {
+    if (i.dtype == d) return i;
+  }
+  return kDtypes[0];
+}
+
 absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr,
                                     absl::string_view filename) {
   auto unsupported = [&](absl::string_view why) {
     return absl::UnimplementedError(absl::StrCat(
         filename, ": unsupported .npy dtype '", descr, "' (", why,
-        "); supported: float32, float64, int32, int64, bool, uint8, "
-        "little-endian"));
+        "); supported: bool, int8..int64, uint8..uint64, float16, float32, float64, "
+        "bfloat16 (ml_dtypes), little-endian"));
   };
   if (descr.size() < 2) return unsupported("unknown dtype");
   const char order = descr[0];
@@ -125,23 +150,15 @@ absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr,
   if (order != '<' && order != '>' && order != '|' && order != '=') {
     return unsupported("unknown byte order");
   }
-  if (code == "b1") return NpyDtype::kBool;
-  if (code == "u1") return NpyDtype::kUint8;
-  NpyDtype dtype;
-  if (code == "i4") {
-    dtype = NpyDtype::kInt32;
-  } else if (code == "i8") {
-    dtype = NpyDtype::kInt64;
-  } else if (code == "f4") {
-    dtype = NpyDtype::kFloat32;
-  } else if (code == "f8") {
-    dtype = NpyDtype::kFloat64;
-  } else {
-    return unsupported("dtype not supported");
+  for (const DtypeInfo& i : kDtypes) {
+    if (i.code != code) continue;
+    if (i.size > 1 && order == '>') return unsupported("big-endian data");
+    if (i.size > 1 && order == '|' && i.dtype != NpyDtype::kBfloat16) {
+      return unsupported("multi-byte type without byte order");
+    }
+    return i.dtype;
   }
-  if (order == '>') return unsupported("big-endian data");
-  if (order == '|') return unsupported("multi-byte type without byte order");
-  return dtype;
+  return unsupported("dtype not supported");
 }
 
 std::string ShapeTuple(const std::vector<int64_t>& dims) {
@@ -162,27 +179,61 @@ void StoreAt(uint8_t* base, int64_t i, T v) {
 }
 
 double LoadFloat(NpyDtype dtype, const char* base, int64_t i) {
-  return dtype == NpyDtype::kFloat32 ? LoadAt<float>(base, i)
-                                     : LoadAt<double>(base, i);
+  switch (dtype) {
+    case NpyDtype::kFloat16: return hlo::F16ToF32(LoadAt<uint16_t>(base, i));
+    case NpyDtype::kBfloat16: return hlo::Bf16ToF32(LoadAt<uint16_t>(base, i));
+    case NpyDtype::kFloat32: return LoadAt<float>(base, i);
+    default: return LoadAt<double>(base, i);
+  }
 }
 
-int64_t LoadInt(NpyDtype dtype, const char* base, int64_t i) {
+// Integers as int64; uint64 values above INT64_MAX are reported by the
+// caller (`too_big`).
+int64_t LoadInt(NpyDtype dtype, const char* base, int64_t i, bool* too_big) {
   switch (dtype) {
-    case NpyDtype::kInt32:
-      return LoadAt<int32_t>(base, i);
-    case NpyDtype::kInt64:
-      return LoadAt<int64_t>(base, i);
-    default:
-      return LoadAt<uint8_t>(base, i);
+    case NpyDtype::kInt8: return LoadAt<int8_t>(base, i);
+    case NpyDtype::kInt16: return LoadAt<int16_t>(base, i);
+    case NpyDtype::kInt32: return LoadAt<int32_t>(base, i);
+    case NpyDtype::kInt64: return LoadAt<int64_t>(base, i);
+    case NpyDtype::kUint16: return LoadAt<uint16_t>(base, i);
+    case NpyDtype::kUint32: return LoadAt<uint32_t>(base, i);
+    case NpyDtype::kUint64: {
+      const uint64_t v = LoadAt<uint64_t>(base, i);
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) *too_big = true;
+      return static_cast<int64_t>(v);
+    }
+    default: return LoadAt<uint8_t>(base, i);
   }
 }
 
 bool IsFloatDtype(NpyDtype d) {
-  return d == NpyDtype::kFloat32 || d == NpyDtype::kFloat64;
+  return d == NpyDtype::kFloat16 || d == NpyDtype::kFloat32 || d == NpyDtype::kFloat64 ||
+         d == NpyDtype::kBfloat16;
 }
 bool IsIntDtype(NpyDtype d) {
-  return d == NpyDtype::kInt32 || d == NpyDtype::kInt64 ||
-         d == NpyDtype::kUint8;
+  return d == NpyDtype::kInt8 || d == NpyDtype::kInt16 || d == NpyDtype::kInt32 ||
+         d == NpyDtype::kInt64 || d == NpyDtype::kUint8 || d == NpyDtype::kUint16 ||
+         d == NpyDtype::kUint32 || d == NpyDtype::kUint64;
+}
+
+// The .npy dtype holding exactly the storage of `t`, if any.
+std::optional<NpyDtype> NativeDtype(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kPred: return NpyDtype::kBool;
+    case PrimitiveType::kS8: return NpyDtype::kInt8;
+    case PrimitiveType::kS16: return NpyDtype::kInt16;
+    case PrimitiveType::kS32: return NpyDtype::kInt32;
+    case PrimitiveType::kS64: return NpyDtype::kInt64;
+    case PrimitiveType::kU8: return NpyDtype::kUint8;
+    case PrimitiveType::kU16: return NpyDtype::kUint16;
+    case PrimitiveType::kU32: return NpyDtype::kUint32;
+    case PrimitiveType::kU64: return NpyDtype::kUint64;
+    case PrimitiveType::kF16: return NpyDtype::kFloat16;
+    case PrimitiveType::kBF16: return NpyDtype::kBfloat16;
+    case PrimitiveType::kF32: return NpyDtype::kFloat32;
+    case PrimitiveType::kF64: return NpyDtype::kFloat64;
+    default: return std::nullopt;
+  }
 }
 
 // Inclusive value range of an integer element type, clipped to int64 (every
@@ -228,38 +279,9 @@ void StoreInt(PrimitiveType t, uint8_t* base, int64_t i, int64_t v) {
 
 }  // namespace
 
-absl::string_view NpyDtypeName(NpyDtype dtype) {
-  switch (dtype) {
-    case NpyDtype::kBool:
-      return "bool";
-    case NpyDtype::kUint8:
-      return "uint8";
-    case NpyDtype::kInt32:
-      return "int32";
-    case NpyDtype::kInt64:
-      return "int64";
-    case NpyDtype::kFloat32:
-      return "float32";
-    case NpyDtype::kFloat64:
-      return "float64";
-  }
-  return "?";
-}
+absl::string_view NpyDtypeName(NpyDtype dtype) { return Info(dtype).name; }
 
-int64_t NpyItemSize(NpyDtype dtype) {
-  switch (dtype) {
-    case NpyDtype::kBool:
-    case NpyDtype::kUint8:
-      return 1;
-    case NpyDtype::kInt32:
-    case NpyDtype::kFloat32:
-      return 4;
-    case NpyDtype::kInt64:
-    case NpyDtype::kFloat64:
-      return 8;
-  }
-  return 1;
-}
+int64_t NpyItemSize(NpyDtype dtype) { return Info(dtype).size; }
 
 int64_t NpyArray::num_elements() const {
   int64_t n = 1;
@@ -379,11 +401,11 @@ std::string AcceptedNpyDtypes(PrimitiveType type) {
     case PrimitiveType::kF64:
     case PrimitiveType::kBF16:
     case PrimitiveType::kF16:
-      return "float32 or float64";
+      return "float16, float32, float64 or bfloat16";
     case PrimitiveType::kPred:
       return "bool or uint8 (0/1)";
     default:
-      if (hlo::IsInteger(type)) return "int32, int64 or uint8";
+      if (hlo::IsInteger(type)) return "any integer dtype, values in range";
       return "";
   }
 }
@@ -420,13 +442,12 @@ absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
                      expected()));
   };
 
+  if (NativeDtype(type) == src && type != PrimitiveType::kPred) {
+    std::memcpy(out, in, static_cast<size_t>(lit.raw_size()));  // same storage
+    return lit;
+  }
   if (hlo::IsFloatingPoint(type)) {
     if (!IsFloatDtype(src)) return mismatch();
-    if ((type == PrimitiveType::kF32 && src == NpyDtype::kFloat32) ||
-        (type == PrimitiveType::kF64 && src == NpyDtype::kFloat64)) {
-      std::memcpy(out, in, static_cast<size_t>(lit.raw_size()));
-      return lit;
-    }
     for (int64_t i = 0; i < n; ++i) {
       const double v = LoadFloat(src, in, i);
       switch (type) {
@@ -467,10 +488,13 @@ absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
     if (!IsIntDtype(src)) return mismatch();
     const auto [lo, hi] = IntRange(type);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = LoadInt(src, in, i);
-      if (v < lo || v > hi) {
+      bool too_big = false;
+      const int64_t v = LoadInt(src, in, i, &too_big);
+      if (too_big || v < lo || v > hi) {
         return absl::OutOfRangeError(absl::StrCat(
-            filename, ": element ", i, " = ", v, " is out of range for ",
+            filename, ": element ", i, " = ",
+            too_big ? absl::StrCat(static_cast<uint64_t>(v)) : absl::StrCat(v),
+            " is out of range for ",
             hlo::PrimitiveTypeName(type)));
       }
       StoreInt(type, out, i, v);
@@ -480,46 +504,25 @@ absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
   return mismatch();
 }
 
-absl::StatusOr<std::string> NpyDescrForType(PrimitiveType type) {
-  switch (type) {
-    case PrimitiveType::kPred:
-      return std::string("|b1");
-    case PrimitiveType::kS8:
-      return std::string("|i1");
-    case PrimitiveType::kU8:
-      return std::string("|u1");
-    case PrimitiveType::kS16:
-      return std::string("<i2");
-    case PrimitiveType::kU16:
-      return std::string("<u2");
-    case PrimitiveType::kS32:
-      return std::string("<i4");
-    case PrimitiveType::kU32:
-      return std::string("<u4");
-    case PrimitiveType::kS64:
-      return std::string("<i8");
-    case PrimitiveType::kU64:
-      return std::string("<u8");
-    case PrimitiveType::kF16:
-    case PrimitiveType::kBF16:
-    case PrimitiveType::kF32:
-      return std::string("<f4");
-    case PrimitiveType::kF64:
-      return std::string("<f8");
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot write a ", hlo::PrimitiveTypeName(type),
-                       " value as .npy"));
+absl::StatusOr<std::string> NpyDescrForType(PrimitiveType type, const NpyWriteOptions& o) {
+  if (type == PrimitiveType::kBF16 && o.bf16_as_float32) return std::string("<f4");
+  const std::optional<NpyDtype> d = NativeDtype(type);
+  if (!d.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write a ", hlo::PrimitiveTypeName(type), " value as .npy"));
   }
+  const DtypeInfo& info = Info(*d);
+  return absl::StrCat(info.size == 1 ? "|" : "<", info.code);
 }
 
-absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal) {
+absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal,
+                                         const NpyWriteOptions& options) {
   const hlo::Shape& shape = literal.shape();
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot write a ", shape.ToString(), " value as .npy"));
   }
-  ASSIGN_OR_RETURN(std::string descr, NpyDescrForType(shape.element_type()));
+  ASSIGN_OR_RETURN(std::string descr, NpyDescrForType(shape.element_type(), options));
   std::string dict =
       absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ",
                    ShapeTuple(shape.dimensions()), ", }");
@@ -548,13 +551,11 @@ absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal) {
   const int64_t n = literal.num_elements();
   const auto* raw = reinterpret_cast<const char*>(literal.raw());
   const PrimitiveType type = shape.element_type();
-  if (type == PrimitiveType::kBF16 || type == PrimitiveType::kF16) {
+  if (type == PrimitiveType::kBF16 && options.bf16_as_float32) {
     const size_t start = out.size();
     out.resize(start + n * sizeof(float));
     for (int64_t i = 0; i < n; ++i) {
-      const uint16_t bits = LoadAt<uint16_t>(raw, i);
-      const float f = type == PrimitiveType::kBF16 ? hlo::Bf16ToF32(bits)
-                                                   : hlo::F16ToF32(bits);
+      const float f = hlo::Bf16ToF32(LoadAt<uint16_t>(raw, i));
       std::memcpy(out.data() + start + i * sizeof(float), &f, sizeof(float));
     }
   } else {

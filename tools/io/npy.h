@@ -1,19 +1,20 @@
 // NumPy .npy files (format 1.0, 2.0 and 3.0 headers) <-> hlo::Literal.
 //
-// Read: little-endian, C order; dtypes float32, float64, int32, int64, bool,
-// uint8. Anything else (big-endian, fortran_order, object/structured or an
+// Read: little-endian, C order; dtypes bool, int8..int64, uint8..uint64,
+// float16, float32, float64 and ml_dtypes' bfloat16 ('<V2'). Anything else (big-endian, fortran_order, object/structured or an
 // unknown dtype) is rejected with a message naming the file and the problem.
 // The data size must match the header's shape exactly, and nothing is
 // allocated from header values before they are checked against the bytes
 // actually present.
 //
-// Conversion into a requested hlo::Shape: float32/float64 -> f32/f64/bf16/f16
-// (round to nearest even), int32/int64/uint8 -> any integer type when every
-// value is in range, bool and 0/1 uint8 -> pred. Other pairings are errors
-// that name the expected shape and the accepted dtypes.
+// Conversion into a requested hlo::Shape: the dtype of the same storage is
+// copied bit for bit; any float dtype -> f16/bf16/f32/f64 (round to nearest
+// even), any integer dtype -> any integer type when every value is in range,
+// bool and 0/1 uint8 -> pred. Other pairings are errors that name the
+// expected shape and the accepted dtypes.
 //
-// Write: array literals only; bf16/f16 are written as float32, pred as bool,
-// sN/uN as intN/uintN, f32/f64 as themselves.
+// Write: array literals only, each type as its own dtype (pred as bool, f16
+// as float16, bf16 as float32 by default or as ml_dtypes' bfloat16).
 #ifndef TPUOFF_TOOLS_IO_NPY_H_
 #define TPUOFF_TOOLS_IO_NPY_H_
 
@@ -28,7 +29,16 @@
 
 namespace tpuoff::tools {
 
-enum class NpyDtype { kBool, kUint8, kInt32, kInt64, kFloat32, kFloat64 };
+enum class NpyDtype {
+  kBool, kInt8, kInt16, kInt32, kInt64, kUint8, kUint16, kUint32, kUint64,
+  kFloat16, kFloat32, kFloat64,
+  kBfloat16,  // ml_dtypes' bfloat16 ('<V2' as np.save writes it)
+};
+
+struct NpyWriteOptions {
+  // bf16 written as float32 (exact) instead of ml_dtypes' bfloat16 ('<V2').
+  bool bf16_as_float32 = true;
+};
 
 // "float32", "bool", ...
 absl::string_view NpyDtypeName(NpyDtype dtype);
@@ -72,11 +82,13 @@ absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
 std::string AcceptedNpyDtypes(hlo::PrimitiveType type);
 
 // The .npy dtype a literal of `type` is written as (descr like "<f4").
-absl::StatusOr<std::string> NpyDescrForType(hlo::PrimitiveType type);
+absl::StatusOr<std::string> NpyDescrForType(hlo::PrimitiveType type,
+                                            const NpyWriteOptions& options = {});
 
 // Serializes an array literal as a format 1.0 .npy file (2.0 if the header
 // does not fit); the header is padded so the data starts 64-byte aligned.
-absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal);
+absl::StatusOr<std::string> LiteralToNpy(const hlo::Literal& literal,
+                                         const NpyWriteOptions& options = {});
 
 }  // namespace tpuoff::tools
 

@@ -45,12 +45,14 @@ std::string JsonString(const std::string& s) {
 }
 
 // numpy's name for the dtype a literal is written as.
-std::string NpyDtypeNameFor(hlo::PrimitiveType t) {
+std::string NpyDtypeNameFor(hlo::PrimitiveType t, const NpyWriteOptions& o) {
   switch (t) {
     case hlo::PrimitiveType::kPred:
       return "bool";
     case hlo::PrimitiveType::kBF16:
+      return o.bf16_as_float32 ? "float32" : "bfloat16";
     case hlo::PrimitiveType::kF16:
+      return "float16";
     case hlo::PrimitiveType::kF32:
       return "float32";
     case hlo::PrimitiveType::kF64:
@@ -190,19 +192,19 @@ std::string FormatChecksum(const Checksum& c) {
   return s;
 }
 
-absl::Status WriteOutputs(const std::string& dir,
-                          absl::Span<const NamedOutput> outputs) {
+absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
+                          const NpyWriteOptions& options) {
   ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir));
   std::vector<std::string> entries;
   for (const NamedOutput& out : outputs) {
     const hlo::Shape& shape = out.literal->shape();
-    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal));
+    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, options));
     const std::string file = absl::StrCat(out.name, ".npy");
     RETURN_IF_ERROR(staged.WriteFile(file, bytes));
     std::string entry = absl::StrCat(
         "    {\"name\": ", JsonString(out.name), ", \"file\": ",
         JsonString(file), ", \"shape\": [", absl::StrJoin(shape.dimensions(), ", "),
-        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type()),
+        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type(), options),
         "\", \"hlo_type\": \"", hlo::PrimitiveTypeName(shape.element_type()),
         "\"");
     if (out.device >= 0) absl::StrAppend(&entry, ", \"device\": ", out.device);

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "hlo/ir/literal.h"
+#include "tools/io/npy.h"
 #include "hlo/ir/module.h"
 
 namespace tpuoff::tools {
@@ -44,8 +45,8 @@ struct NamedOutput {
 // Writes <dir>/<name>.npy for every output and <dir>/manifest.json last
 // ({"outputs": [{"name", "file", "shape", "dtype", "hlo_type", "device"?}]}).
 // Either everything is published or nothing is.
-absl::Status WriteOutputs(const std::string& dir,
-                          absl::Span<const NamedOutput> outputs);
+absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
+                          const NpyWriteOptions& options = {});
 
 }  // namespace tpuoff::tools
 

@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ clang libclang-rt-14-dev libomp-dev
       libprotobuf-dev protobuf-compiler libabsl-dev libeigen3-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv
-      nlohmann-json3-dev)
+      nlohmann-json3-dev libdnnl-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

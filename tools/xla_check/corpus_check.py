@@ -140,7 +140,18 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--only", default="")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--generate", action="store_true",
+                    help="(re)write the corpus with jax_corpus.py first when it is missing or "
+                         "older than the generator")
     a = ap.parse_args()
+    if a.generate:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sources = [os.path.join(here, f) for f in
+                   ("jax_corpus.py", "corpus_programs.py", "corpus_programs_more.py")]
+        index_path = os.path.join(a.corpus, "index.json")
+        if not os.path.exists(index_path) or os.path.getmtime(index_path) < max(
+                os.path.getmtime(f) for f in sources):
+            subprocess.run([sys.executable, sources[0], "--out", a.corpus], check=True)
     work = a.work or os.path.join(a.corpus, "_check")
     with open(os.path.join(a.corpus, "index.json")) as f:
         index = [m for m in json.load(f) if a.only in m["name"]]

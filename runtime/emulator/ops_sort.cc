@@ -1,0 +1,250 @@
+// sort (variadic, any comparator computation), topk (the opcode and XLA:CPU's
+// "TopK" custom-call) and select-and-scatter. Comparators and combiners run
+// on the scalar evaluator; elements are held in compute representation, one
+// 8-byte slot each.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "hlo/ir/status_macros.h"
+#include "hlo/ir/window.h"
+#include "runtime/emulator/ops.h"
+#include "runtime/emulator/ops_extra.h"
+
+namespace tpuoff::runtime {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+// All elements of an array in 8-byte compute slots.
+std::vector<uint64_t> LoadSlots(PrimitiveType t, const void* data, int64_t n) {
+  std::vector<uint64_t> slots(n, 0);
+  const LoadKernel load = GetLoadKernel(t);
+  const int64_t w = hlo::ByteWidth(t);
+  for (int64_t i = 0; i < n; ++i) {
+    load(static_cast<const uint8_t*>(data) + i * w, 1, &slots[i], 1);
+  }
+  return slots;
+}
+
+void StoreSlot(PrimitiveType t, uint64_t v, void* data, int64_t i) {
+  GetStoreKernel(t)(&v, static_cast<uint8_t*>(data) + i * hlo::ByteWidth(t), 1);
+}
+
+// Rows along dimension `dim` of `dims`: start offset of each row and the
+// stride between the row's elements.
+struct Rows {
+  int64_t count = 0, length = 0, stride = 0;
+  std::vector<int64_t> starts;
+};
+
+Rows RowsAlong(const std::vector<int64_t>& dims, int64_t dim) {
+  Rows r;
+  r.length = dims[dim];
+  r.stride = 1;
+  for (size_t d = dim + 1; d < dims.size(); ++d) r.stride *= dims[d];
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= dims[d];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < r.stride; ++i) r.starts.push_back(o * r.length * r.stride + i);
+  }
+  r.count = static_cast<int64_t>(r.starts.size());
+  return r;
+}
+
+// Order of the elements of one row under `less` (stable).
+void SortRow(int64_t length, const std::function<bool(int64_t, int64_t)>& less,
+             std::vector<int64_t>* perm) {
+  perm->resize(length);
+  std::iota(perm->begin(), perm->end(), 0);
+  std::stable_sort(perm->begin(), perm->end(), less);
+}
+
+absl::Status CheckSlotTypes(const HloInstruction& instr) {
+  for (const HloInstruction* o : instr.operands()) {
+    if (!o->shape().IsArray() || GetLoadKernel(o->shape().element_type()) == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          hlo::HloOpcodeString(instr.opcode()), " ", instr.name(), ": element type of ",
+          o->shape().ToString(), " is not supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* const> in,
+                        absl::Span<void* const> out) {
+  RETURN_IF_ERROR(CheckSlotTypes(instr));
+  ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> cmp,
+                   ScalarEvaluator::Create(instr.to_apply()));
+  const int64_t n = instr.operand_count();
+  const Shape& shape = instr.operand(0)->shape();
+  std::vector<std::vector<uint64_t>> values(n);
+  for (int64_t i = 0; i < n; ++i) {
+    values[i] = LoadSlots(instr.operand(i)->shape().element_type(), in[i], shape.num_elements());
+  }
+  if (shape.num_elements() == 0) return absl::OkStatus();
+  const Rows rows = RowsAlong(shape.dimensions(), instr.dimensions()[0]);
+  std::vector<uint64_t> args(2 * n);
+  uint64_t result = 0;
+  std::vector<int64_t> perm;
+  for (int64_t start : rows.starts) {
+    auto less = [&](int64_t a, int64_t b) {
+      for (int64_t i = 0; i < n; ++i) {
+        args[2 * i] = values[i][start + a * rows.stride];
+        args[2 * i + 1] = values[i][start + b * rows.stride];
+      }
+      cmp->Eval(args, &result);
+      return (result & 0xff) != 0;
+    };
+    SortRow(rows.length, less, &perm);
+    for (int64_t i = 0; i < n; ++i) {
+      const PrimitiveType t = instr.operand(i)->shape().element_type();
+      for (int64_t j = 0; j < rows.length; ++j) {
+        StoreSlot(t, values[i][start + perm[j] * rows.stride], out[i], start + j * rows.stride);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TopKKernel(const HloInstruction& instr, const void* in, void* values_out,
+                        void* indices_out) {
+  RETURN_IF_ERROR(CheckSlotTypes(instr));
+  const Shape& shape = instr.operand(0)->shape();
+  const PrimitiveType t = shape.element_type();
+  const Shape& out_shape = instr.shape().tuple_shapes(0);
+  const int64_t k = out_shape.dimensions(out_shape.rank() - 1);
+  std::vector<uint64_t> values = LoadSlots(t, in, shape.num_elements());
+  std::unique_ptr<ScalarEvaluator> cmp;
+  if (instr.opcode() == hlo::HloOpcode::kCustomCall) {
+    if (instr.called_computations().size() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TopK custom-call ", instr.name(), " needs one comparator computation"));
+    }
+    ASSIGN_OR_RETURN(cmp, ScalarEvaluator::Create(instr.called_computations()[0]));
+  }
+  ASSIGN_OR_RETURN(BinaryKernel gt, GetCompareKernel(instr.attrs().largest
+                                                         ? hlo::ComparisonDirection::kGt
+                                                         : hlo::ComparisonDirection::kLt,
+                                                     t, /*total_order=*/true));
+  if (shape.num_elements() == 0 || k == 0) return absl::OkStatus();
+  const int64_t last = shape.rank() - 1;
+  const int64_t length = shape.dimensions(last);
+  const int64_t rows = shape.num_elements() / length;
+  // XLA:CPU's comparator may also take the s32 indices: (va, vb, ia, ib).
+  const int64_t cmp_params =
+      cmp ? instr.called_computations()[0]->num_parameters() : 2;
+  if (cmp_params != 2 && cmp_params != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TopK custom-call ", instr.name(), ": comparator must take 2 or 4 parameters"));
+  }
+  std::vector<uint64_t> args(cmp_params, 0);
+  uint64_t result = 0;
+  std::vector<int64_t> perm;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t* row = values.data() + r * length;
+    auto before = [&](int64_t a, int64_t b) {
+      if (cmp) {
+        args[0] = row[a];
+        args[1] = row[b];
+        if (cmp_params == 4) {
+          const int32_t ia = static_cast<int32_t>(a), ib = static_cast<int32_t>(b);
+          std::memcpy(&args[2], &ia, 4);
+          std::memcpy(&args[3], &ib, 4);
+        }
+        cmp->Eval(args, &result);
+      } else {
+        result = 0;
+        gt(&row[a], &row[b], &result, 1);
+      }
+      return (result & 0xff) != 0;
+    };
+    SortRow(length, before, &perm);
+    for (int64_t j = 0; j < k; ++j) {
+      StoreSlot(t, row[perm[j]], values_out, r * k + j);
+      const int32_t index = static_cast<int32_t>(perm[j]);
+      std::memcpy(static_cast<uint8_t*>(indices_out) + (r * k + j) * 4, &index, 4);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* operand,
+                                    const void* source, const void* init, void* out) {
+  RETURN_IF_ERROR(CheckSlotTypes(instr));
+  ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> select,
+                   ScalarEvaluator::Create(instr.called_computations()[0]));
+  ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> scatter,
+                   ScalarEvaluator::Create(instr.called_computations()[1]));
+  const Shape& oshape = instr.operand(0)->shape();
+  const Shape& sshape = instr.operand(1)->shape();
+  const PrimitiveType ot = oshape.element_type();
+  const PrimitiveType st = sshape.element_type();
+  const std::vector<uint64_t> op = LoadSlots(ot, operand, oshape.num_elements());
+  const std::vector<uint64_t> src = LoadSlots(st, source, sshape.num_elements());
+  const std::vector<uint64_t> init_v = LoadSlots(st, init, 1);
+  std::vector<uint64_t> acc(oshape.num_elements(), init_v[0]);
+  const int64_t rank = oshape.rank();
+  const auto& win = instr.attrs().window;
+  std::vector<int64_t> ostrides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
+  std::vector<int64_t> sidx(rank, 0), widx(rank, 0);
+  std::vector<uint64_t> args(2);
+  uint64_t result = 0;
+  for (int64_t s = 0; s < sshape.num_elements(); ++s) {
+    int64_t best = -1;
+    std::fill(widx.begin(), widx.end(), 0);
+    for (bool more = rank >= 0; more;) {
+      int64_t flat = 0;
+      bool inside = true;
+      for (int64_t d = 0; d < rank && inside; ++d) {
+        const int64_t pos = sidx[d] * win[d].stride + widx[d] * win[d].window_dilation -
+                            win[d].padding_low;
+        if (pos < 0 || pos >= oshape.dimensions(d) * 1 || pos % win[d].base_dilation != 0) {
+          inside = false;
+        } else {
+          flat += (pos / win[d].base_dilation) * ostrides[d];
+        }
+      }
+      if (inside) {
+        if (best < 0) {
+          best = flat;
+        } else {
+          args[0] = op[best];
+          args[1] = op[flat];
+          select->Eval(args, &result);
+          if ((result & 0xff) == 0) best = flat;
+        }
+      }
+      more = false;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++widx[d] < win[d].size) {
+          more = true;
+          break;
+        }
+        widx[d] = 0;
+      }
+    }
+    if (best >= 0) {
+      args[0] = acc[best];
+      args[1] = src[s];
+      scatter->Eval(args, &result);
+      acc[best] = result;
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++sidx[d] < sshape.dimensions(d)) break;
+      sidx[d] = 0;
+    }
+  }
+  for (int64_t i = 0; i < oshape.num_elements(); ++i) StoreSlot(st, acc[i], out, i);
+  return absl::OkStatus();
+}
+
+}  // namespace tpuoff::runtime
