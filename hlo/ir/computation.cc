@@ -1,6 +1,7 @@
 #include "hlo/ir/computation.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "hlo/ir/module.h"
@@ -83,6 +84,46 @@ void HloComputation::RemoveDeadInstructions() {
                        return keep.count(i.get()) == 0;
                      }),
       instructions_.end());
+}
+
+void HloComputation::SortTopologically() {
+  std::unordered_set<const HloInstruction*> placed;
+  std::vector<HloInstruction*> order;
+  order.reserve(instructions_.size());
+  for (const auto& start : instructions_) {
+    if (placed.count(start.get())) continue;
+    std::vector<std::pair<HloInstruction*, size_t>> stack = {{start.get(), 0}};
+    while (!stack.empty()) {
+      auto& [instr, next] = stack.back();
+      const size_t n_ops = instr->operands().size();
+      if (next < n_ops + instr->control_predecessors().size()) {
+        HloInstruction* child = next < n_ops ? instr->operand(next)
+                                             : instr->control_predecessors()[next - n_ops];
+        ++next;
+        if (!placed.count(child) && child->parent() == this) stack.push_back({child, 0});
+      } else {
+        if (placed.insert(instr).second) order.push_back(instr);
+        stack.pop_back();
+      }
+    }
+  }
+  std::vector<std::unique_ptr<HloInstruction>> sorted;
+  sorted.reserve(instructions_.size());
+  std::unordered_map<const HloInstruction*, std::unique_ptr<HloInstruction>*> owned;
+  for (auto& i : instructions_) owned[i.get()] = &i;
+  for (HloInstruction* i : order) sorted.push_back(std::move(*owned[i]));
+  instructions_ = std::move(sorted);
+}
+
+void HloComputation::ReplaceAllUsesWith(HloInstruction* old, HloInstruction* replacement) {
+  const std::vector<HloInstruction*> users = old->users();
+  for (HloInstruction* u : users) {
+    if (u == replacement) continue;
+    for (int64_t i = 0; i < u->operand_count(); ++i) {
+      if (u->operand(i) == old) u->ReplaceOperand(i, replacement);
+    }
+  }
+  if (root_ == old) root_ = replacement;
 }
 
 std::vector<Shape> HloComputation::ParameterShapes() const {

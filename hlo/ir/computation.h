@@ -47,6 +47,12 @@ class HloComputation {
 
   // Removes instructions not reachable from the root (parameters stay).
   void RemoveDeadInstructions();
+  // Reorders the instructions so each follows its operands and control
+  // predecessors, otherwise keeping their order (after rewrites that add
+  // instructions at the end).
+  void SortTopologically();
+  // Points every user of `old` (and the root) at `replacement`.
+  void ReplaceAllUsesWith(HloInstruction* old, HloInstruction* replacement);
 
   HloModule* parent() const { return parent_; }
   int64_t unique_id() const { return unique_id_; }

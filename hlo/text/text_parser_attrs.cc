@@ -642,15 +642,24 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   }
   if (name == "dim_labels") {
     RETURN_IF_ERROR(only({O::kConvolution}));
-    // b01f_01io->b01f: identifier, arrow, identifier.
+    // b01f_01io->b01f. Labels may start with a digit (`->01bf`), which
+    // lexes as a number and a name: join the adjacent tokens of each side.
     const size_t labels_loc = Loc();
-    if (!At(TokKind::kIdent)) return TokenError("expected dim_labels like b01f_01io->b01f");
-    std::string labels = lexer_.tok().str;
-    lexer_.Next();
+    auto join = [&](std::string* out) {
+      const size_t begin = Loc();
+      size_t end = begin;
+      while ((At(TokKind::kIdent) || At(TokKind::kInt)) && lexer_.tok().begin == end) {
+        absl::StrAppend(out, lexer_.TokenText(lexer_.tok()));
+        end = lexer_.tok().end;
+        lexer_.Next();
+      }
+      return end != begin;
+    };
+    std::string labels;
+    if (!join(&labels)) return TokenError("expected dim_labels like b01f_01io->b01f");
     RETURN_IF_ERROR(Expect(TokKind::kArrow, "in dim_labels"));
-    if (!At(TokKind::kIdent)) return TokenError("expected the output labels of dim_labels");
-    absl::StrAppend(&labels, "->", lexer_.tok().str);
-    lexer_.Next();
+    labels += "->";
+    if (!join(&labels)) return TokenError("expected the output labels of dim_labels");
     auto dnums = ParseConvolutionDimensionNumbers(labels);
     if (!dnums.ok()) return ErrorAt(labels_loc, dnums.status().message());
     a.conv = *std::move(dnums);

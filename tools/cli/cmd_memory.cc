@@ -81,6 +81,11 @@ int MemoryMain(const std::vector<std::string>& args) {
                   : LoadModuleFile(flags.positionals()[0],
                                    *ModuleFormatFromName(input_format));
   if (!module.ok()) return ReportFailure(kCmd, module.status());
+  if (!from_kernel) {
+    if (absl::Status s = PrepareForExecution(module->get(), flags.positionals()[0]); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
 
   absl::StatusOr<hlo::DeviceMemoryReport> report = hlo::AnalyzeDeviceMemory(**module);
   if (!report.ok()) return ReportFailure(kCmd, report.status());

@@ -161,6 +161,11 @@ int RunMain(const std::vector<std::string>& args) {
                   : LoadModuleFile(flags.positionals()[0],
                                    *ModuleFormatFromName(f.input_format));
   if (!module.ok()) return ReportFailure(kCmd, module.status());
+  if (!from_kernel) {
+    if (absl::Status s = PrepareForExecution(module->get(), flags.positionals()[0]); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   const hlo::HloModule& m = **module;
 
   // A partitioned module takes and returns global arrays.

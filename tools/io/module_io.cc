@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/proto/proto_io.h"
+#include "hlo/spmd/global_program.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/text/text_parser.h"
 #include "hlo/text/text_printer.h"
@@ -125,6 +126,17 @@ absl::StatusOr<std::string> SerializeModule(const hlo::HloModule& module,
       break;
   }
   return absl::InvalidArgumentError("SerializeModule needs a concrete format");
+}
+
+absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filename) {
+  if (!hlo::IsGlobalProgram(*module)) return absl::OkStatus();
+  absl::Status s = hlo::LowerGlobalProgram(module);
+  if (s.ok()) s = hlo::VerifyModule(*module);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(filename, ": running the global program: ",
+                                               s.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tpuoff::tools

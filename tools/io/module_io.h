@@ -33,6 +33,11 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> ParseModuleBytes(
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> LoadModuleFile(
     const std::string& path, ModuleFormat format = ModuleFormat::kAuto);
 
+// For `run` and `memory`: a global SPMD program (hlo::IsGlobalProgram) is
+// rewritten by hlo::LowerGlobalProgram and re-verified; other modules are
+// left as they are. Errors name the file.
+absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filename);
+
 // The module in `format` (kText, kProto or kJson).
 absl::StatusOr<std::string> SerializeModule(const hlo::HloModule& module,
                                             ModuleFormat format);
