@@ -117,6 +117,12 @@ struct ReplicaGroups {
   bool operator==(const ReplicaGroups&) const = default;
 };
 
+// Groups of the mesh form: devices numbered row-major over a mesh of axis
+// sizes `sizes`; one group per index of the axes not in `selected`, running
+// over the `selected` axes (in that order, the first major).
+std::vector<std::vector<int64_t>> MeshReplicaGroups(const std::vector<int64_t>& sizes,
+                                                    const std::vector<int>& selected);
+
 // Device ids of an iota tile assignment: iota(prod(reshape)), reshaped,
 // transposed by perm, flattened.
 std::vector<int64_t> ExpandIotaDevices(const std::vector<int64_t>& reshape_dims,

@@ -1,5 +1,6 @@
 // OpSharding, replica groups, metadata, frontend attributes and precision
 // conversions (see proto_internal.h).
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -209,6 +210,22 @@ absl::Status ReplicaGroupsToProto(const ReplicaGroups& groups,
     xla::ReplicaGroup* g = proto->add_replica_groups();
     for (int64_t id : group) g->add_replica_ids(id);
   }
+  if (!groups.mesh_axes.empty()) {
+    auto* mesh = proto->mutable_mesh_axes_replica_group_list();
+    for (const auto& [name, size] : groups.mesh_axes) {
+      auto* axis = mesh->mutable_mesh()->add_axes();
+      axis->set_name(name);
+      axis->set_size(size);
+    }
+    for (const std::string& name : groups.mesh_group_axes) {
+      for (size_t i = 0; i < groups.mesh_axes.size(); ++i) {
+        if (groups.mesh_axes[i].first == name) {
+          mesh->add_axes()->set_mesh_axis_index(static_cast<int64_t>(i));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
   if (groups.iota_form && !groups.groups.empty()) {
     xla::IotaReplicaGroupListProto* iota =
         proto->mutable_collective_device_list()->mutable_iota_replica_group_list();
@@ -229,9 +246,42 @@ absl::StatusOr<ReplicaGroups> ReplicaGroupsFromProto(
   for (const xla::ReplicaGroup& g : proto.replica_groups()) {
     result.groups.emplace_back(g.replica_ids().begin(), g.replica_ids().end());
   }
-  if (!proto.has_collective_device_list()) return result;
+  if (proto.has_mesh_axes_replica_group_list()) {
+    const auto& m = proto.mesh_axes_replica_group_list();
+    const std::string mesh_where = absl::StrCat(where, ": mesh_axes_replica_group_list");
+    ReplicaGroups mesh;
+    std::vector<int64_t> sizes;
+    int64_t total = 1;
+    for (const auto& axis : m.mesh().axes()) {
+      if (axis.size() < 1 || total > (int64_t{1} << 20) / axis.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": bad axis size"));
+      }
+      total *= axis.size();
+      mesh.mesh_axes.emplace_back(axis.name(), axis.size());
+      sizes.push_back(axis.size());
+    }
+    std::vector<int> selected;
+    for (const auto& ref : m.axes()) {
+      if (ref.has_sub_axis_info()) {
+        return absl::UnimplementedError(absl::StrCat(mesh_where, ": sub-axes are not supported"));
+      }
+      const int64_t i = ref.mesh_axis_index();
+      if (i < 0 || i >= static_cast<int64_t>(sizes.size()) ||
+          std::count(selected.begin(), selected.end(), static_cast<int>(i))) {
+        return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": bad axis index ", i));
+      }
+      selected.push_back(static_cast<int>(i));
+      mesh.mesh_group_axes.push_back(mesh.mesh_axes[i].first);
+    }
+    if (sizes.empty()) return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": no axes"));
+    mesh.groups = MeshReplicaGroups(sizes, selected);
+    if (!result.groups.empty() && result.groups != mesh.groups) return result;
+    return mesh;
+  }
+  const bool direct_iota = proto.has_iota_collective_device_list();
+  if (!proto.has_collective_device_list() && !direct_iota) return result;
   const xla::CollectiveDeviceListProto& list = proto.collective_device_list();
-  if (!list.has_iota_replica_group_list()) {
+  if (!direct_iota && !list.has_iota_replica_group_list()) {
     if (result.groups.empty()) {
       for (const xla::ReplicaGroup& g : list.replica_groups()) {
         result.groups.emplace_back(g.replica_ids().begin(), g.replica_ids().end());
@@ -239,9 +289,11 @@ absl::StatusOr<ReplicaGroups> ReplicaGroupsFromProto(
     }
     return result;
   }
-  const xla::IotaReplicaGroupListProto& iota = list.iota_replica_group_list();
-  const std::string iota_where =
-      absl::StrCat(where, ": collective_device_list.iota_replica_group_list");
+  const xla::IotaReplicaGroupListProto& iota =
+      direct_iota ? proto.iota_collective_device_list() : list.iota_replica_group_list();
+  const std::string iota_where = absl::StrCat(
+      where, direct_iota ? ": iota_collective_device_list"
+                         : ": collective_device_list.iota_replica_group_list");
   std::vector<int64_t> reshape(iota.iota_reshape_dims().begin(),
                                iota.iota_reshape_dims().end());
   std::vector<int64_t> perm(iota.iota_transpose_perm().begin(),

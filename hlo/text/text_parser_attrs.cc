@@ -290,37 +290,7 @@ absl::Status TextParser::ParseMeshReplicaGroups(ReplicaGroups* groups) {
     if (!Eat(TokKind::kComma)) break;
   }
   RETURN_IF_ERROR(Expect(TokKind::kRbrace, "to end the grouped mesh axes"));
-  // Device id of a mesh index, row-major.
-  const int rank = static_cast<int>(sizes.size());
-  std::vector<int64_t> strides(rank, 1);
-  for (int i = rank - 2; i >= 0; --i) strides[i] = strides[i + 1] * sizes[i + 1];
-  std::vector<int> others;
-  for (int i = 0; i < rank; ++i) {
-    if (!std::count(selected.begin(), selected.end(), i)) others.push_back(i);
-  }
-  auto walk = [&](const std::vector<int>& axes, auto&& visit) {
-    std::vector<int64_t> idx(axes.size(), 0);
-    while (true) {
-      visit(idx);
-      int k = static_cast<int>(axes.size()) - 1;
-      for (; k >= 0; --k) {
-        if (++idx[k] < sizes[axes[k]]) break;
-        idx[k] = 0;
-      }
-      if (k < 0) return;
-    }
-  };
-  walk(others, [&](const std::vector<int64_t>& outer) {
-    int64_t base = 0;
-    for (size_t i = 0; i < others.size(); ++i) base += outer[i] * strides[others[i]];
-    std::vector<int64_t> group;
-    walk(selected, [&](const std::vector<int64_t>& inner) {
-      int64_t id = base;
-      for (size_t i = 0; i < selected.size(); ++i) id += inner[i] * strides[selected[i]];
-      group.push_back(id);
-    });
-    groups->groups.push_back(std::move(group));
-  });
+  groups->groups = MeshReplicaGroups(sizes, selected);
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 // reordered to f32 and the result back (accumulation in f32).
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -97,9 +98,8 @@ absl::Status ConvolutionKernel(const HloInstruction& instr, const void* lhs, con
   const auto& win = instr.attrs().window;
   const int64_t ns = static_cast<int64_t>(dn.input_spatial_dimensions.size());
   if (ns > 3) return fail(absl::StrCat(ns, " spatial dimensions (at most 3)"));
-  for (const auto& w : win) {
-    if (w.window_reversal) return fail("window reversal");
-  }
+  bool reversal = false;
+  for (const auto& w : win) reversal |= w.window_reversal;
   const int64_t k = std::max<int64_t>(ns, 1);  // 0-D convolutions run as 1-D
   const int64_t groups = instr.attrs().feature_group_count;
   const int64_t bgroups = instr.attrs().batch_group_count;
@@ -182,13 +182,26 @@ absl::Status ConvolutionKernel(const HloInstruction& instr, const void* lhs, con
     // Weights: f32 (a copy when the type differs).
     std::vector<float> rhs_buf;
     memory rhs_mem(rhs_user, e.engine, const_cast<void*>(rhs));
-    if (*rt != f32) {
+    if (*rt != f32 || reversal) {
       int64_t total = 1;
       for (int64_t d : rd) total *= d;
       rhs_buf.resize(total);
       memory dense(memory::desc(rd, f32, DenseStrides(rd)), e.engine, rhs_buf.data());
       Reorder(e, rhs_mem, dense);
       rhs_mem = dense;
+      // Reversed spatial dimensions (window_reversal): flip the dense [O, I, K...] copy.
+      const memory::dims st = DenseStrides(rd);
+      for (int64_t i = 0; i < ns; ++i) {
+        if (!win[i].window_reversal) continue;
+        const int64_t dim = 2 + i, size = rd[dim], stride = st[dim];
+        const int64_t outer = total / (size * stride);
+        for (int64_t o = 0; o < outer; ++o) {
+          float* base = rhs_buf.data() + o * size * stride;
+          for (int64_t a = 0, b = size - 1; a < b; ++a, --b) {
+            std::swap_ranges(base + a * stride, base + (a + 1) * stride, base + b * stride);
+          }
+        }
+      }
     }
     // Output: f32 (a scratch when the type differs).
     std::vector<float> out_buf;

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/proto/proto_io.h"
+#include "hlo/analysis/call_inliner.h"
 #include "hlo/spmd/global_program.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/text/text_parser.h"
@@ -129,9 +130,14 @@ absl::StatusOr<std::string> SerializeModule(const hlo::HloModule& module,
 }
 
 absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filename) {
-  if (!hlo::IsGlobalProgram(*module)) return absl::OkStatus();
-  absl::Status s = hlo::LowerGlobalProgram(module);
-  if (s.ok()) s = hlo::VerifyModule(*module);
+  absl::Status s;
+  bool changed = false;
+  if (hlo::IsGlobalProgram(*module)) {
+    s = hlo::LowerGlobalProgram(module);
+    changed = true;
+  }
+  if (s.ok()) changed |= hlo::InlineCalls(module) > 0;
+  if (s.ok() && changed) s = hlo::VerifyModule(*module);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat(filename, ": running the global program: ",
                                                s.message()));

@@ -34,8 +34,8 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> LoadModuleFile(
     const std::string& path, ModuleFormat format = ModuleFormat::kAuto);
 
 // For `run` and `memory`: a global SPMD program (hlo::IsGlobalProgram) is
-// rewritten by hlo::LowerGlobalProgram and re-verified; other modules are
-// left as they are. Errors name the file.
+// rewritten by hlo::LowerGlobalProgram, calls are inlined
+// (hlo::InlineCalls), and the module is re-verified. Errors name the file.
 absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filename);
 
 // The module in `format` (kText, kProto or kJson).

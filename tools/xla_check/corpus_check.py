@@ -49,30 +49,36 @@ def entry_parameter_names(text):
     return [names[i] for i in sorted(names)]
 
 
-def link_inputs(case_dir, names, work):
+def link_inputs(case_dir, names, work, devices=None):
+    """DIR/<param>.npy -> jax's inputs (global); with `devices`, also
+    DIR/device<d>/<param>.npy -> the shards of partition d."""
     d = os.path.join(work, "in")
-    os.makedirs(d, exist_ok=True)
     n = len([f for f in os.listdir(os.path.join(case_dir, "in")) if f.endswith(".npy")])
     if len(names) != n:
         raise Fail(f"entry has {len(names)} parameters, jax had {n} inputs")
-    for i, name in enumerate(names):
-        dst = os.path.join(d, f"{name}.npy")
-        if os.path.lexists(dst):
-            os.remove(dst)
-        os.symlink(os.path.abspath(os.path.join(case_dir, "in", f"arg{i}.npy")), dst)
+    for sub in [""] + [f"device{p}" for p in range(devices or 0)]:
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+        for i, name in enumerate(names):
+            dst = os.path.join(d, sub, f"{name}.npy")
+            if os.path.lexists(dst):
+                os.remove(dst)
+            os.symlink(os.path.abspath(os.path.join(case_dir, "in", sub, f"arg{i}.npy")), dst)
     return d
 
 
-def compare(case_dir, res_dir, meta):
+def compare(case_dir, res_dir, meta, per_device=False):
     with open(os.path.join(res_dir, "manifest.json")) as f:
         manifest = json.load(f)
     outs = manifest["outputs"] if isinstance(manifest, dict) else manifest
-    if len(outs) != meta["num_outputs"]:
-        raise Fail(f"{len(outs)} outputs, jax has {meta['num_outputs']}")
+    sets = meta.get("num_devices", 1) if per_device else 1
+    if len(outs) != meta["num_outputs"] * sets:
+        raise Fail(f"{len(outs)} outputs, jax has {meta['num_outputs']} x {sets} device(s)")
     worst = 0.0
-    for i, o in enumerate(outs):
+    for k, o in enumerate(outs):
+        i, dev = k % meta["num_outputs"], k // meta["num_outputs"]
         got = np.load(os.path.join(res_dir, o["file"]))
-        want = np.load(os.path.join(case_dir, "out", f"out{i}.npy"))
+        want = np.load(os.path.join(case_dir, "out", f"device{dev}" if per_device else "",
+                                    f"out{i}.npy"))
         if got.shape != want.shape:
             raise Fail(f"output {i}: shape {got.shape}, jax {want.shape}")
         if want.dtype.kind == "V":  # ml_dtypes bf16 saved by numpy
@@ -118,7 +124,10 @@ def check_form(tpuoff, case_dir, form, meta, work):
     if open(t3).read() != text1:
         raise Fail("dump: text -> proto -> text differs")
     sh([tpuoff, "memory", path])
-    inputs = link_inputs(case_dir, entry_parameter_names(text1), work)
+    # XLA's optimised module of a sharded program is the per-device program.
+    per_device = meta["sharded"] and form.startswith("opt.")
+    inputs = link_inputs(case_dir, entry_parameter_names(text1), work,
+                         meta.get("num_devices") if per_device else None)
     res = os.path.join(work, "res")
     elided = "{...}" in text1
     p = sh([tpuoff, "run", path, f"--inputs={inputs}", f"--outputs={res}"],
@@ -128,7 +137,7 @@ def check_form(tpuoff, case_dir, form, meta, work):
             raise Fail(f"run of a module with elided constants: unclear message {p.stderr!r}")
         return {"run": "refused (elided constants)"}
     m = WALL_RE.search(p.stdout)
-    worst = compare(case_dir, res, meta)
+    worst = compare(case_dir, res, meta, per_device)
     return {"run": "ok", "seconds": float(m.group(1)) if m else None, "worst_tol_ratio": worst}
 
 

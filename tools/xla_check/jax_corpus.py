@@ -94,6 +94,23 @@ def write_case(out_dir, case):
         np.save(os.path.join(d, "in", f"arg{i}.npy"), np.asarray(a))
     for i, a in enumerate(flat_out):
         np.save(os.path.join(d, "out", f"out{i}.npy"), np.asarray(a))
+    num_devices = 1
+    if case.sharded:
+        # XLA:CPU's optimised module is the per-device program: its inputs
+        # and outputs are each partition's shards (partition p runs on the
+        # p-th device of the sharding's device assignment).
+        in_shardings = jax.tree_util.tree_leaves(compiled.input_shardings[0])
+        num_devices = len(in_shardings[0]._device_assignment)
+        def save_shards(arr, sharding, sub, name):
+            arr = jax.device_put(arr, sharding)
+            by_device = {s.device: np.asarray(s.data) for s in arr.addressable_shards}
+            for p, dev in enumerate(sharding._device_assignment):
+                os.makedirs(os.path.join(d, sub, f"device{p}"), exist_ok=True)
+                np.save(os.path.join(d, sub, f"device{p}", name), by_device[dev])
+        for i, (a, sh) in enumerate(zip(flat_in, in_shardings)):
+            save_shards(a, sh, "in", f"arg{i}.npy")
+        for i, a in enumerate(flat_out):
+            save_shards(a, a.sharding, "out", f"out{i}.npy")
     forms = ["jax.hlo", "jax.pb", "opt.hlo"]
     for kind in ("before.hlo", "opt.pb"):
         if os.path.exists(os.path.join(d, kind)):
@@ -108,6 +125,7 @@ def write_case(out_dir, case):
         "jax_seconds": seconds,
         "num_inputs": len(flat_in),
         "num_outputs": len(flat_out),
+        "num_devices": num_devices,
     }
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(meta, f, indent=1)

@@ -1,0 +1,21 @@
+// Inlines `call` instructions into their callers, as XLA's CallInliner does
+// before buffer assignment: values passed through a call then live in the
+// caller's buffers, so e.g. a dynamic-update-slice in a called computation
+// (lax.scan's stacked outputs) updates the loop's buffer in place instead of
+// copying a borrowed one.
+#ifndef TPUOFF_HLO_ANALYSIS_CALL_INLINER_H_
+#define TPUOFF_HLO_ANALYSIS_CALL_INLINER_H_
+
+#include <cstdint>
+
+#include "hlo/ir/module.h"
+
+namespace tpuoff::hlo {
+
+// Inlines every call (callees stay in the module, possibly unused); returns
+// how many were inlined.
+int64_t InlineCalls(HloModule* module);
+
+}  // namespace tpuoff::hlo
+
+#endif  // TPUOFF_HLO_ANALYSIS_CALL_INLINER_H_

@@ -1,0 +1,174 @@
+// The forms of real JAX/XLA HLO that issue 16 added: parser forms (module
+// name with a colon, duplicate names, mesh replica groups, dim_labels), and
+// the ops convolution, sort, topk, select-and-scatter, reduce-precision, plus
+// a Shardy global program, each checked against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "hlo/spmd/global_program.h"
+#include "hlo/text/text_printer.h"
+#include "tests/executor_test_util.h"
+
+namespace tpuoff::runtime::testing {
+namespace {
+
+std::vector<Literal> RunOk(const hlo::HloModule& m, std::vector<Literal> args) {
+  auto r = RunModule(m, args, RunOptions());
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  return std::move(r->outputs);
+}
+
+TEST(XlaFormsParse, ColonModuleNameAndDuplicateNamesAreUniquified) {
+  auto m = Parse(R"(HloModule dup:
+body { x = (s32[], f32[2]) parameter(0) ROOT x.1 = (s32[], f32[2]) copy(x) }
+cond { x = (s32[], f32[2]) parameter(0) i = s32[] get-tuple-element(x), index=0
+       n = s32[] constant(3) ROOT lt = pred[] compare(i, n), direction=LT }
+ENTRY e { x = f32[2] parameter(0) z = s32[] constant(0)
+          t = (s32[], f32[2]) tuple(z, x)
+          ROOT w = (s32[], f32[2]) while(t), condition=cond, body=body })");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->name(), "dup");
+  EXPECT_EQ(m->entry()->parameter(0)->name(), "x");  // the entry keeps its names
+  std::set<std::string> names;
+  for (const auto& c : m->computations()) {
+    for (const auto& i : c->instructions()) {
+      EXPECT_TRUE(names.insert(i->name()).second) << i->name();
+    }
+  }
+  EXPECT_TRUE(hlo::VerifyModule(*m).ok());
+}
+
+TEST(XlaFormsParse, MeshReplicaGroupsExpandAndPrintBack) {
+  const std::string text = R"(HloModule m, num_partitions=8
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e { x = f32[4] parameter(0)
+  ROOT r = f32[4] all-reduce(x), channel_id=1, replica_groups=mesh['a'=4,'b'=2] {'a'}, use_global_device_ids=true, to_apply=add })";
+  auto m = Parse(text);
+  ASSERT_NE(m, nullptr);
+  const auto& g = m->entry()->root()->attrs().replica_groups.groups;
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0], (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(g[1], (std::vector<int64_t>{1, 3, 5, 7}));
+  EXPECT_NE(hlo::PrintModule(*m).find("replica_groups=mesh['a'=4,'b'=2] {'a'}"),
+            std::string::npos);
+  EXPECT_FALSE(hlo::ParseHloText(R"(HloModule m
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e { x = f32[4] parameter(0)
+  ROOT r = f32[4] all-reduce(x), replica_groups=mesh['a'=4] {'c'}, to_apply=add })").ok());
+}
+
+TEST(XlaFormsParse, DimLabelsStartingWithDigitsRoundTrip) {
+  auto m = Parse(R"(HloModule m
+ENTRY e { x = f32[3,5,5,2] parameter(0) w = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[5,5,2,4] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf })");
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(hlo::PrintModule(*m).find("dim_labels=f01b_i01o->01bf"), std::string::npos);
+}
+
+TEST(XlaFormsRun, ConvolutionDilationPaddingAndGroups) {
+  // 1-D, NWC, lhs dilation 2 (a transposed convolution), padding 1_1, two
+  // feature groups: output feature o reads input channel o only.
+  auto m = Parse(R"(HloModule m
+ENTRY e { x = f32[1,3,2] parameter(0) w = f32[2,1,2] parameter(1)
+  ROOT c = f32[1,6,2] convolution(x, w), window={size=2 pad=1_1 lhs_dilate=2}, dim_labels=b0f_0io->b0f, feature_group_count=2 })");
+  ASSERT_NE(m, nullptr);
+  // Channel 0 = 1 2 3 dilated and padded: 0 1 0 2 0 3 0, taps (1, 2);
+  // channel 1 = 10 20 30 -> 0 10 0 20 0 30 0, taps (3, 4).
+  auto out = RunOk(*m, {F32({1, 3, 2}, {1, 10, 2, 20, 3, 30}), F32({2, 1, 2}, {1, 3, 2, 4})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectNear(out[0], F32({1, 6, 2}, {2, 40, 1, 30, 4, 80, 2, 60, 6, 120, 3, 90}), 1e-6, "conv");
+}
+
+TEST(XlaFormsRun, ConvolutionBatchGroupsAndReversal) {
+  // batch_group_count=2: batch b feeds output features of group b.
+  auto m = Parse(R"(HloModule m
+ENTRY e { x = f32[2,3,1] parameter(0) w = f32[2,1,2] parameter(1)
+  ROOT c = f32[1,2,2] convolution(x, w), window={size=2 rhs_reversal=1}, dim_labels=b0f_0io->b0f, batch_group_count=2 })");
+  ASSERT_NE(m, nullptr);
+  // Reversed taps: o0 taps (2, 1) on batch 0 = 1 2 3; o1 taps (4, 3) on batch 1 = 5 6 7.
+  auto out = RunOk(*m, {F32({2, 3, 1}, {1, 2, 3, 5, 6, 7}), F32({2, 1, 2}, {1, 3, 2, 4})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectNear(out[0], F32({1, 2, 2}, {2 * 1 + 1 * 2, 4 * 5 + 3 * 6, 2 * 2 + 1 * 3, 4 * 6 + 3 * 7}),
+             1e-6, "batch-grouped conv");
+}
+
+TEST(XlaFormsRun, SortWithComparatorAndTopK) {
+  auto m = Parse(R"(HloModule m
+cmp { a = f32[] parameter(0) b = f32[] parameter(1) c = s32[] parameter(2) d = s32[] parameter(3)
+      ROOT gt = pred[] compare(a, b), direction=GT }
+ENTRY e { k = f32[2,4] parameter(0) v = s32[2,4] parameter(1)
+  s = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=cmp
+  t = (f32[2,2], s32[2,2]) topk(k), k=2, largest=false
+  s0 = f32[2,4] get-tuple-element(s), index=0  s1 = s32[2,4] get-tuple-element(s), index=1
+  t0 = f32[2,2] get-tuple-element(t), index=0  t1 = s32[2,2] get-tuple-element(t), index=1
+  ROOT r = (f32[2,4], s32[2,4], f32[2,2], s32[2,2]) tuple(s0, s1, t0, t1) })");
+  ASSERT_NE(m, nullptr);
+  auto out = RunOk(*m, {F32({2, 4}, {3, 1, 3, 2, -1, 5, 0, 5}), S32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})});
+  ASSERT_EQ(out.size(), 4u);
+  // Descending and stable: equal keys keep their order.
+  ExpectNear(out[0], F32({2, 4}, {3, 3, 2, 1, 5, 5, 0, -1}), 0, "sorted keys");
+  ExpectNear(out[1], S32({2, 4}, {0, 2, 3, 1, 5, 7, 6, 4}), 0, "sorted values");
+  ExpectNear(out[2], F32({2, 2}, {1, 2, -1, 0}), 0, "topk smallest");
+  ExpectNear(out[3], S32({2, 2}, {1, 3, 4, 6}), 0, "topk indices");
+}
+
+TEST(XlaFormsRun, SelectAndScatterIsMaxPoolGradient) {
+  auto m = Parse(R"(HloModule m
+ge { a = f32[] parameter(0) b = f32[] parameter(1) ROOT g = pred[] compare(a, b), direction=GE }
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e { x = f32[5] parameter(0) g = f32[2] parameter(1) z = f32[] constant(0)
+  ROOT s = f32[5] select-and-scatter(x, g, z), window={size=3 stride=2}, select=ge, scatter=add })");
+  ASSERT_NE(m, nullptr);
+  // Windows [0,3) and [2,5): maxima at 1 (value 7) and 2 (value 6).
+  auto out = RunOk(*m, {F32({5}, {1, 7, 6, 2, 6}), F32({2}, {10, 100})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectNear(out[0], F32({5}, {0, 10, 100, 0, 0}), 0, "select-and-scatter");
+}
+
+TEST(XlaFormsRun, ReducePrecisionToBf16AndErfPopcnt) {
+  auto m = Parse(R"(HloModule m
+ENTRY e { x = f32[3] parameter(0) n = s32[3] parameter(1)
+  r = f32[3] reduce-precision(x), exponent_bits=8, mantissa_bits=7
+  f = f32[3] erf(x) p = s32[3] popcnt(n) c = s32[3] count-leading-zeros(n)
+  ROOT t = (f32[3], f32[3], s32[3], s32[3]) tuple(r, f, p, c) })");
+  ASSERT_NE(m, nullptr);
+  auto out = RunOk(*m, {F32({3}, {1.00390625, 0.1, -3e38}), S32({3}, {0, 7, -1})});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectNear(out[0], F32({3}, {1.0, hlo::RoundToBf16(0.1f), hlo::RoundToBf16(-3e38f)}), 0,
+             "reduce-precision");
+  ExpectNear(out[1], F32({3}, {std::erf(1.00390625), std::erf(0.1), -1}), 1e-6, "erf");
+  ExpectNear(out[2], S32({3}, {0, 3, 32}), 0, "popcnt");
+  ExpectNear(out[3], S32({3}, {32, 29, 0}), 0, "clz");
+}
+
+TEST(XlaFormsGlobal, ShardyShardMapRunsOnItsShards) {
+  // psum over 4 devices of x*2 sliced by rows: every device's [1,2] shard
+  // doubled and summed; the result is replicated.
+  auto m = Parse(R"(HloModule g, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=4]>}}
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+body { p = f32[1,2] parameter(0) two = f32[] constant(2) b = f32[1,2] broadcast(two), dimensions={}
+  m = f32[1,2] multiply(p, b)
+  ROOT r = f32[1,2] all-reduce(m), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add }
+ENTRY e { x = f32[4,2] parameter(0), sharding={devices=[4,1]<=[4]}
+  l = f32[1,2] custom-call(x), custom_call_target="xla.sdy.GlobalToLocalShape", frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\"x\"}, {}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>"}
+  c = f32[1,2] call(l), to_apply=body
+  ROOT g = f32[1,2] custom-call(c), custom_call_target="xla.sdy.LocalToGlobalShape", frontend_attributes={xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>",xla.sdy.out_shardings="#sdy.sharding_per_value<[<@mesh, [{}, {}]>]>"} })");
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(hlo::IsGlobalProgram(*m));
+  ASSERT_TRUE(hlo::LowerGlobalProgram(m.get()).ok());
+  ASSERT_TRUE(hlo::VerifyModule(*m).ok());
+  EXPECT_EQ(m->num_partitions(), 4);
+  std::vector<std::vector<Literal>> args(4);
+  for (auto& a : args) a.push_back(F32({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  auto r = RunSpmd(*m, args, RunOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outputs.size(), 4u);
+  for (const Literal& o : r->outputs) ExpectNear(o, F32({1, 2}, {32, 40}), 0, "psum");
+}
+
+}  // namespace
+}  // namespace tpuoff::runtime::testing
