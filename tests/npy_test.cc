@@ -126,8 +126,8 @@ TEST(NpyParseTest, RejectsMalformedAndUnsupported) {
        absl::StatusCode::kUnimplemented, "big-endian"},
       {"object", MakeNpy(Dict("|O", "(2,)"), std::string(16, '\0')),
        absl::StatusCode::kUnimplemented, "object"},
-      {"float16", MakeNpy(Dict("<f2", "(2,)"), std::string(4, '\0')),
-       absl::StatusCode::kUnimplemented, "unsupported .npy dtype '<f2'"},
+      {"unicode", MakeNpy(Dict("<U1", "(2,)"), std::string(8, '\0')),
+       absl::StatusCode::kUnimplemented, "unsupported .npy dtype '<U1'"},
       {"structured",
        MakeNpy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
                std::string(4, '\0')),
@@ -270,6 +270,49 @@ TEST(NpyWriteTest, MatchesNumpyLayoutAndRoundTrips) {
 
   auto tuple = LiteralToNpy(hlo::Literal::Tuple({}));
   EXPECT_FALSE(tuple.ok());
+}
+
+TEST(NpyDtypesTest, EveryXlaIntegerAndFloatDtypeReadsAndWritesBack) {
+  // float16 and ml_dtypes bfloat16 ('<V2') are copied bit for bit.
+  const std::vector<uint16_t> f16 = {hlo::F32ToF16(1.5f), hlo::F32ToF16(-0.25f)};
+  auto a = ParseNpy(MakeNpy(Dict("<f2", "(2,)"), Payload<uint16_t>(f16)), "h.npy");
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto h = NpyToLiteral(*a, Shape(PrimitiveType::kF16, {2}), "h.npy");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->GetAsDouble(0), 1.5);
+  EXPECT_EQ(h->GetAsDouble(1), -0.25);
+  const std::vector<uint16_t> bf = {hlo::F32ToBf16(3.0f), hlo::F32ToBf16(-1e30f)};
+  auto b = ParseNpy(MakeNpy(Dict("<V2", "(2,)"), Payload<uint16_t>(bf)), "b.npy");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->dtype(), NpyDtype::kBfloat16);
+  auto bl = NpyToLiteral(*b, Shape(PrimitiveType::kBF16, {2}), "b.npy");
+  ASSERT_TRUE(bl.ok()) << bl.status();
+  EXPECT_EQ(bl->GetAsDouble(1), hlo::RoundToBf16(-1e30f));
+  // Written back as bfloat16 on request, as float16 always.
+  NpyWriteOptions raw;
+  raw.bf16_as_float32 = false;
+  auto bw = LiteralToNpy(*bl, raw);
+  ASSERT_TRUE(bw.ok());
+  EXPECT_THAT(*bw, HasSubstr("'descr': '<V2'"));
+  EXPECT_EQ(bw->substr(bw->size() - 4), Payload<uint16_t>(bf));
+  auto hw = LiteralToNpy(*h);
+  ASSERT_TRUE(hw.ok());
+  EXPECT_THAT(*hw, HasSubstr("'descr': '<f2'"));
+  // Narrow and unsigned integers; values checked against the target range.
+  auto i8 = ParseNpy(MakeNpy(Dict("|i1", "(3,)"), Payload<int8_t>({-128, 0, 127})), "i.npy");
+  ASSERT_TRUE(i8.ok()) << i8.status();
+  auto s16 = NpyToLiteral(*i8, Shape(PrimitiveType::kS16, {3}), "i.npy");
+  ASSERT_TRUE(s16.ok()) << s16.status();
+  EXPECT_EQ(s16->GetAsInt64(0), -128);
+  EXPECT_FALSE(NpyToLiteral(*i8, Shape(PrimitiveType::kU8, {3}), "i.npy").ok());
+  auto u64 = ParseNpy(MakeNpy(Dict("<u8", "(1,)"), Payload<uint64_t>({~uint64_t{0}})), "u.npy");
+  ASSERT_TRUE(u64.ok());
+  auto same = NpyToLiteral(*u64, Shape(PrimitiveType::kU64, {1}), "u.npy");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->data<uint64_t>()[0], ~uint64_t{0});
+  auto narrowed = NpyToLiteral(*u64, Shape(PrimitiveType::kS64, {1}), "u.npy");
+  ASSERT_FALSE(narrowed.ok());
+  EXPECT_THAT(std::string(narrowed.status().message()), HasSubstr("18446744073709551615"));
 }
 
 }  // namespace

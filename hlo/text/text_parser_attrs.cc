@@ -779,7 +779,9 @@ absl::Status TextParser::CheckRequiredAttributes(const ParsedInstruction& instr)
     case O::kConcatenate:
     case O::kAllGather: required = {"dimensions"}; break;
     case O::kReduce: required = {"dimensions", "to_apply"}; break;
-    case O::kReduceWindow: required = {"window", "to_apply"}; break;
+    // XLA omits window={} for a rank-0 reduce-window (shape inference
+    // rejects a missing window at higher ranks).
+    case O::kReduceWindow: required = {"to_apply"}; break;
     case O::kSlice: required = {"slice"}; break;
     case O::kDynamicSlice: required = {"dynamic_slice_sizes"}; break;
     case O::kPad: required = {"padding"}; break;

@@ -83,8 +83,19 @@ run_cmd 0 "dump batch-sharded global form" -- dump --kernel=grpo_tiled --batch=4
   expect_in "$WORK/out" 'custom_call_target="SPMDShardToFullShape"' "shard to full"
   cp "$WORK/out" "$WORK/global.hlo"
 }
-run_cmd 1 "run a global form" -- run "$WORK/global.hlo" --random-inputs &&
-  expect_in "$WORK/err" "is the global form of a shard_map" "global form refused"
+# The global form runs replicated over the mesh, its shard_map body on each
+# device's shard: the same outputs, bit for bit, as the per-device module.
+run_cmd 0 "run a global form" -- run "$WORK/global.hlo" --random-inputs --seed=3 && {
+  expect_in "$WORK/out" "4 devices (global inputs and outputs)" "global form on the mesh"
+  grep "^output " "$WORK/out" >"$WORK/global_outputs"
+}
+"$TPUOFF" dump --kernel=grpo_tiled --batch=4 --seq=3 --vocab=40 --mesh=4 --shard=batch \
+  --out="$WORK/perdev.hlo" || fail "dump per-device"
+run_cmd 0 "run the per-device form" -- run "$WORK/perdev.hlo" --random-inputs --seed=3 && {
+  grep "^output " "$WORK/out" >"$WORK/perdev_outputs"
+  cmp -s "$WORK/global_outputs" "$WORK/perdev_outputs" ||
+    fail "global form and per-device module disagree: $(diff "$WORK/global_outputs" "$WORK/perdev_outputs")"
+}
 
 # run: a partitioned module takes global inputs and writes global outputs.
 run_cmd 0 "run sharded kernel" -- run --kernel=grpo_tiled --mode=fwd_bwd --batch=2 --seq=5 --vocab=37 \

@@ -18,7 +18,7 @@ ALLOWED = {
     "runtime/device": {"hlo/ir", "hlo/spmd", "runtime/cpu"},
     "runtime/emulator": {"hlo/ir", "hlo/analysis", "runtime/cpu", "runtime/device"},
     "runtime/pjrt": {"hlo/ir", "hlo/proto", "proto", "runtime/cpu", "runtime/device"},
-    "tools/io": {"hlo/ir", "hlo/text", "hlo/proto", "hlo/spmd", "runtime/cpu",
+    "tools/io": {"hlo/ir", "hlo/text", "hlo/proto", "hlo/spmd", "hlo/analysis", "runtime/cpu",
                  "runtime/device", "runtime/emulator", "runtime/pjrt"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -126,6 +126,7 @@ def write_case(out_dir, case):
         "num_inputs": len(flat_in),
         "num_outputs": len(flat_out),
         "num_devices": num_devices,
+        "unsupported": case.unsupported,
     }
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(meta, f, indent=1)
