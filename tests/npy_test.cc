@@ -226,7 +226,7 @@ TEST(NpyConvertTest, WrongShapeOrDtypeNamesWhatWasExpected) {
   ASSERT_FALSE(shape.ok());
   EXPECT_EQ(shape.status().message(),
             "x.npy: holds shape (2, 3) float32, expected f32[3,2] (numpy shape "
-            "(3, 2), dtype float32 or float64)");
+            "(3, 2), dtype float16, float32, float64 or bfloat16)");
   auto dtype = NpyToLiteral(*a, Shape(PrimitiveType::kS32, {2, 3}), "x.npy");
   ASSERT_FALSE(dtype.ok());
   EXPECT_THAT(std::string(dtype.status().message()),

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "hlo/ir/builder.h"
+#include "hlo/text/text_parser.h"
 
 namespace tpuoff::hlo::test_modules {
 
@@ -34,7 +35,9 @@ inline ModuleOr ElementwiseModule() {
     const bool integer = op == HloOpcode::kNot || op == HloOpcode::kAnd ||
                          op == HloOpcode::kOr || op == HloOpcode::kXor ||
                          op == HloOpcode::kShiftLeft || op == HloOpcode::kShiftRightLogical ||
-                         op == HloOpcode::kShiftRightArithmetic;
+                         op == HloOpcode::kShiftRightArithmetic ||
+                         op == HloOpcode::kPopulationCount || op == HloOpcode::kClz ||
+                         op == HloOpcode::kMulhi;
     if (IsElementwiseUnary(op)) outs.push_back(b.Unary(op, integer ? i : x));
     if (IsElementwiseBinary(op)) outs.push_back(integer ? b.Binary(op, i, j) : b.Binary(op, x, y));
   }
@@ -366,11 +369,38 @@ struct NamedModule {
   std::function<ModuleOr()> make;
 };
 
+// The ops of real JAX/XLA modules with their own attributes: convolution
+// (groups, dilations, algorithm), sort, topk, select-and-scatter,
+// reduce-precision, add-dependency.
+inline ModuleOr XlaOpsModule() {
+  return ParseHloText(R"(HloModule xla_ops
+ge { a = f32[] parameter(0) b = f32[] parameter(1) ROOT g = pred[] compare(a, b), direction=GE }
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+lt { a = f32[] parameter(0) b = f32[] parameter(1) c = s32[] parameter(2) d = s32[] parameter(3)
+     ROOT l = pred[] compare(a, b), direction=LT }
+ENTRY e {
+  x = f32[2,6,4] parameter(0) w = f32[3,2,6] parameter(1) i = s32[2,6,4] parameter(2)
+  w2 = f32[2,3,4] parameter(3)
+  c = f32[2,6,6] convolution(x, w), window={size=3 pad=1_1 lhs_dilate=1 rhs_dilate=1}, dim_labels=b0f_0io->b0f, feature_group_count=2, algorithm=dot_f32_f32_f32
+  g = f32[2,6,4] convolution(x, w2), window={size=3 pad=1_1 rhs_reversal=1}, dim_labels=f0b_i0o->b0f, batch_group_count=2
+  s = (f32[2,6,4], s32[2,6,4]) sort(x, i), dimensions={1}, is_stable=true, to_apply=lt
+  t = (f32[2,6,2], s32[2,6,2]) topk(x), k=2, largest=true
+  z = f32[] constant(0)
+  p = f32[2,3,2] reduce-window(x, z), window={size=1x2x2 stride=1x2x2}, to_apply=add
+  sas = f32[2,6,4] select-and-scatter(x, p, z), window={size=1x2x2 stride=1x2x2}, select=ge, scatter=add
+  r = f32[2,6,4] reduce-precision(x), exponent_bits=5, mantissa_bits=10
+  tok = token[] after-all()
+  d = f32[2,6,4] add-dependency(r, tok)
+  ROOT out = (f32[2,6,6], f32[2,6,4], (f32[2,6,4], s32[2,6,4]), (f32[2,6,2], s32[2,6,2]), f32[2,6,4], f32[2,6,4]) tuple(c, g, s, t, sas, d)
+})");
+}
+
 inline std::vector<NamedModule> AllModules() {
   return {{"Elementwise", ElementwiseModule}, {"Shapes", ShapesModule},
           {"ReduceDot", ReduceDotModule},     {"Control", ControlModule},
           {"Collectives", CollectivesModule}, {"Literals", LiteralsModule},
-          {"Annotations", AnnotationsModule}, {"ReduceWindow", ReduceWindowModule}};
+          {"Annotations", AnnotationsModule}, {"ReduceWindow", ReduceWindowModule},
+          {"XlaOps", XlaOpsModule}};
 }
 
 }  // namespace tpuoff::hlo::test_modules

@@ -151,13 +151,15 @@ TEST(ReduceWindowFormat, MalformedWindowsAreErrorsNamingThePlace) {
     EXPECT_THAT(m.status().message(), HasSubstr(b.message));
     EXPECT_THAT(m.status().message(), HasSubstr("bad.hlo:"));
   }
+  // A window may be omitted only at rank 0 (as XLA prints it).
   auto no_window = hlo::ParseHloText(
       Module("ENTRY e { x = f32[7] parameter(0)  z = f32[] constant(0)\n"
              "  ROOT r = f32[7] reduce-window(x, z), to_apply=add_f32 }"));
-  ASSERT_FALSE(no_window.ok());
-  // A window may be omitted only at rank 0 (as XLA prints it).
-  EXPECT_THAT(no_window.status().message(), HasSubstr("reduce-window"));
-  EXPECT_THAT(no_window.status().message(), HasSubstr("rank"));
+  ASSERT_TRUE(no_window.ok()) << no_window.status();
+  const absl::Status verified = hlo::VerifyModule(**no_window);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_THAT(verified.message(), HasSubstr("reduce-window"));
+  EXPECT_THAT(verified.message(), HasSubstr("rank"));
   auto rank0 = hlo::ParseHloText(
       Module("ENTRY e { x = f32[] parameter(0)  z = f32[] constant(0)\n"
              "  ROOT r = f32[] reduce-window(x, z), to_apply=add_f32 }"));

@@ -67,8 +67,7 @@ bool IsPassThrough(const HloInstruction& instr) {
   static constexpr absl::string_view kTargets[] = {
       "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.ShardingConstraint",
       "xla.sdy.PropagationBarrier", "LayoutConstraint", "annotate_device_placement",
-      "MoveToHost", "MoveToDevice", "ShardBarrierFrom", "ShardBarrierTo",
-      "SPMDFullToShardShape", "SPMDShardToFullShape"};
+      "MoveToHost", "MoveToDevice", "ShardBarrierFrom", "ShardBarrierTo"};
   for (absl::string_view t : kTargets) {
     if (instr.attrs().custom_call_target == t) return true;
   }

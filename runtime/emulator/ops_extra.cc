@@ -96,8 +96,8 @@ absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const
         return TopKKernel(instr, in[0], out[0], out[1]);
       }
       return absl::UnimplementedError(
-          absl::StrCat("custom-call ", instr.name(), ": target \"",
-                       instr.attrs().custom_call_target, "\" is not supported by the emulator"));
+          absl::StrCat("custom-call target \"", instr.attrs().custom_call_target, "\" (%",
+                       instr.name(), ") is not supported by the emulator"));
     default:
       return absl::UnimplementedError(absl::StrCat("opcode ", hlo::HloOpcodeString(instr.opcode()),
                                                    " (", instr.name(),

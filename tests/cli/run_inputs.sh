@@ -47,8 +47,8 @@ mkdir -p "$WORK/partial"
 cp "$IN/x.npy" "$WORK/partial/"
 run_cmd 1 "missing input" -- run "$M" --inputs="$WORK/partial" --outputs="$WORK/never" && {
   expect_in "$WORK/err" "y.npy: missing" "missing input named"
-  expect_in "$WORK/err" "x.npy: f32[2,3] (.npy float32 or float64, shape (2, 3))" "expected x listed"
-  expect_in "$WORK/err" "y.npy: f32[2,3] (.npy float32 or float64, shape (2, 3))" "expected y listed"
+  expect_in "$WORK/err" "x.npy: f32[2,3] (.npy float16, float32, float64 or bfloat16, shape (2, 3))" "expected x listed"
+  expect_in "$WORK/err" "y.npy: f32[2,3] (.npy float16, float32, float64 or bfloat16, shape (2, 3))" "expected y listed"
 }
 [[ -e $WORK/never ]] && fail "outputs written despite missing input"
 write_npy "$WORK/partial/y.npy" '<f4' '(3, 2)' 1 2 3 4 5 6
