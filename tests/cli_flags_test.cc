@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "hlo/ir/instruction.h"
 #include "tools/io/file_util.h"
+#include "tools/io/json_text.h"
 #include "tools/cli/kernel_flags.h"
 #include "tools/io/random_inputs.h"
 
@@ -229,6 +230,26 @@ TEST(KernelFlagsTest, UsageErrors) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
   }
+}
+
+TEST(JsonTextTest, EscapesNamesKeepsKeyOrderAndOneRecordPerLine) {
+  using Json = nlohmann::ordered_json;
+  // Names are bytes: quotes, backslashes, control characters and invalid
+  // UTF-8 must still give a document a JSON parser reads back.
+  const std::string odd = "a\"b\\c\nd\x01" "e";
+  std::vector<Json> records = {{{"name", odd}, {"shape", std::vector<int64_t>{2, 3}}},
+                               {{"name", std::string("bad\xff")}, {"x", 0.1}}};
+  const std::string text = JsonRecords({{"zeta", 1}, {"alpha", nullptr}}, "items", records);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4) << text;
+  EXPECT_EQ(text.rfind("{\"zeta\":1,\"alpha\":null,\"items\":[\n", 0), 0u) << text;
+  const Json back = Json::parse(text);
+  EXPECT_EQ(back["items"][0]["name"], odd);
+  EXPECT_EQ(back["items"][0]["shape"], Json({2, 3}));
+  EXPECT_EQ(back["items"][1]["name"], "bad\xef\xbf\xbd");  // U+FFFD
+  EXPECT_EQ(back["items"][1]["x"].get<double>(), 0.1);  // round-trip precision
+  EXPECT_EQ(back.begin().key(), "zeta");
+  EXPECT_EQ(JsonRecords(Json::object(), "outputs", {}), "{\"outputs\":[\n]}\n");
+  EXPECT_EQ(JsonText({{"b", true}, {"a", 2}}), "{\"b\":true,\"a\":2}\n");
 }
 
 class TempDirTest : public ::testing::Test {

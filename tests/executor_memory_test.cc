@@ -4,6 +4,7 @@
 #include <cmath>
 #include <regex>
 
+#include "nlohmann/json.hpp"
 #include "runtime/emulator/plan.h"
 #include "tests/executor_test_util.h"
 
@@ -167,17 +168,16 @@ TEST(ExecutorMemory, TraceCounterMaximumEqualsPeak) {
   }
   EXPECT_GT(samples, 2);
   EXPECT_EQ(max_counter, r->devices[0].stats.peak_bytes);
-  // Balanced braces/brackets: a cheap well-formedness check.
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] == '"' && (i == 0 || json[i - 1] != '\\')) in_string = !in_string;
-    if (in_string) continue;
-    if (json[i] == '{' || json[i] == '[') ++depth;
-    if (json[i] == '}' || json[i] == ']') --depth;
-    ASSERT_GE(depth, 0);
+  // A JSON document whose events all carry the Chrome trace fields.
+  const nlohmann::json doc = nlohmann::json::parse(json);
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    EXPECT_TRUE(e["ph"].is_string() && e["name"].is_string() && e["pid"].is_number_integer())
+        << e.dump();
+    if (e["ph"] != "M") {
+      EXPECT_GE(e["ts"].get<double>(), 0.0) << e.dump();
+    }
   }
-  EXPECT_EQ(depth, 0);
 }
 
 TEST(ExecutorMemory, BitIdenticalAcrossThreadCounts) {

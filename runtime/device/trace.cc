@@ -1,32 +1,26 @@
 #include "runtime/device/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace tpuoff::runtime {
 namespace {
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
+using Json = nlohmann::ordered_json;
+
+// Microseconds with nanosecond resolution (what Perfetto shows).
+double Microseconds(double us) { return std::round(us * 1000.0) / 1000.0; }
+
+// One event per line; the document is built event by event (a trace has an
+// event per executed op per device), never as one tree.
+void AppendEvent(std::string* out, bool* first, const Json& event) {
+  if (!*first) out->append(",\n");
+  *first = false;
+  out->append(event.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 }  // namespace
@@ -73,36 +67,25 @@ std::string Trace::ToChromeJson() const {
   for (const CounterSample& c : counters_) devices.insert(c.device);
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   bool first = true;
-  auto sep = [&] {
-    if (!first) out += ",\n";
-    first = false;
-  };
   for (int64_t d : devices) {
-    sep();
-    absl::StrAppend(&out,
-                    "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", d,
-                    ",\"tid\":0,\"args\":{\"name\":\"TPU_", d, " (v6e)\"}}");
-    sep();
-    absl::StrAppend(&out,
-                    "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":", d,
-                    ",\"tid\":0,\"args\":{\"sort_index\":", d, "}}");
+    AppendEvent(&out, &first,
+                {{"ph", "M"}, {"name", "process_name"}, {"pid", d}, {"tid", 0},
+                 {"args", {{"name", absl::StrCat("TPU_", d, " (v6e)")}}}});
+    AppendEvent(&out, &first,
+                {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d}, {"tid", 0},
+                 {"args", {{"sort_index", d}}}});
   }
   for (const TraceEvent& e : events_) {
-    sep();
-    absl::StrAppend(
-        &out, "{\"ph\":\"X\",\"name\":\"", JsonEscape(e.name), "\",\"cat\":\"",
-        JsonEscape(e.category), "\",\"pid\":", e.device, ",\"tid\":0,\"ts\":",
-        absl::StrFormat("%.3f", e.start_us), ",\"dur\":",
-        absl::StrFormat("%.3f", std::max(0.0, e.duration_us)),
-        ",\"args\":{\"bytes\":", e.bytes, "}}");
+    AppendEvent(&out, &first,
+                {{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"pid", e.device},
+                 {"tid", 0}, {"ts", Microseconds(e.start_us)},
+                 {"dur", Microseconds(std::max(0.0, e.duration_us))},
+                 {"args", {{"bytes", e.bytes}}}});
   }
   for (const CounterSample& c : counters_) {
-    sep();
-    absl::StrAppend(&out,
-                    "{\"ph\":\"C\",\"name\":\"HBM bytes in use\",\"pid\":",
-                    c.device, ",\"tid\":0,\"ts\":",
-                    absl::StrFormat("%.3f", c.time_us),
-                    ",\"args\":{\"bytes\":", c.bytes_in_use, "}}");
+    AppendEvent(&out, &first,
+                {{"ph", "C"}, {"name", "HBM bytes in use"}, {"pid", c.device}, {"tid", 0},
+                 {"ts", Microseconds(c.time_us)}, {"args", {{"bytes", c.bytes_in_use}}}});
   }
   out += "\n]}\n";
   return out;

@@ -101,7 +101,7 @@ run_cmd 0 "run the per-device form" -- run "$WORK/perdev.hlo" --random-inputs --
 run_cmd 0 "run sharded kernel" -- run --kernel=grpo_tiled --mode=fwd_bwd --batch=2 --seq=5 --vocab=37 \
   --mesh=8 --shard=vocab --inputs="$CASE" --outputs="$WORK/sharded" && {
   expect_in "$WORK/out" "8 devices (global inputs and outputs)" "global io line"
-  expect_in "$WORK/sharded/manifest.json" '"name": "dlogits", "file": "dlogits.npy", "shape": [2, 5, 37]' "global dlogits"
+  expect_manifest "$WORK/sharded/manifest.json" '{"name": "dlogits", "file": "dlogits.npy", "shape": [2, 5, 37]}' "global dlogits"
 }
 "$TPUOFF" dump --kernel=grpo_tiled --mode=fwd_bwd --batch=2 --seq=5 --vocab=37 --mesh=2 --shard=batch \
   --out="$WORK/batch2.hlo" || fail "dump batch2"

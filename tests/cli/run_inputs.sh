@@ -21,10 +21,16 @@ run_cmd 0 "run --inputs" -- run "$M" --inputs="$IN" --outputs="$WORK/res" --trac
   [[ $got == "<f4 (2, 3) 2 4 6 8 10 12" ]] || fail "prod.npy holds '$got'"
   got=$(read_npy "$WORK/res/total.npy")
   [[ $got == "<f4 () 42" ]] || fail "total.npy holds '$got'"
-  expect_in "$WORK/res/manifest.json" '"name": "prod", "file": "prod.npy", "shape": [2, 3], "dtype": "float32"' "manifest prod"
-  expect_in "$WORK/res/manifest.json" '"name": "total", "file": "total.npy", "shape": [], "dtype": "float32"' "manifest total"
-  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$WORK/res/manifest.json" || fail "manifest is not JSON"
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert 'traceEvents' in d" "$WORK/trace.json" || fail "trace is not Chrome trace JSON"
+  expect_manifest "$WORK/res/manifest.json" '{"name": "prod", "file": "prod.npy", "shape": [2, 3], "dtype": "float32", "hlo_type": "f32"}' "manifest prod"
+  expect_manifest "$WORK/res/manifest.json" '{"name": "total", "file": "total.npy", "shape": [], "dtype": "float32"}' "manifest total"
+  python3 - "$WORK/trace.json" <<'PY' || fail "trace is not a Chrome trace of the run"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+assert {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "TPU_0 (v6e)"}} in ev, ev[:3]
+ops = [e for e in ev if e["ph"] == "X"]
+assert ops and all(e["ts"] >= 0 and e["dur"] >= 0 and e["name"] and e["pid"] == 0 for e in ops), ops[:3]
+assert any(e["ph"] == "C" and e["args"]["bytes"] > 0 for e in ev), ev[:5]
+PY
   no_leftovers "$WORK" "run outputs"
 }
 
@@ -39,7 +45,7 @@ run_cmd 0 "run mixed" -- run "$MIXED" --inputs="$IN" --outputs="$WORK/mixed" && 
   # bf16(1.00390625) = 1 (ties to even), bf16(0.1) = 0.10009765625.
   got=$(read_npy "$WORK/mixed/output_1.npy")
   [[ $got == "<f4 (2, 2) 2 -5 0.200195 6" ]] || fail "output_1.npy holds '$got'"
-  expect_in "$WORK/mixed/manifest.json" '"hlo_type": "bf16"' "manifest bf16 type"
+  expect_manifest "$WORK/mixed/manifest.json" '{"name": "output_1", "dtype": "float32", "hlo_type": "bf16"}' "manifest bf16 type"
 }
 
 # Missing and wrong inputs: exit 1, every expected parameter listed, nothing written.
@@ -102,6 +108,6 @@ run_cmd 0 "spmd per-device inputs" -- run "$SPMD" --inputs="$WORK/spmd_in" --out
   [[ $got == "<f4 (2,) 6 40" ]] || fail "per-device all-reduce gave '$got'"
   got=$(read_npy "$WORK/spmd2/pid.device3.npy")
   [[ $got == "<u4 () 3" ]] || fail "partition id of device 3 is '$got'"
-  expect_in "$WORK/spmd2/manifest.json" '"name": "pid.device3", "file": "pid.device3.npy", "shape": [], "dtype": "uint32", "hlo_type": "u32", "device": 3' "spmd manifest"
+  expect_manifest "$WORK/spmd2/manifest.json" '{"name": "pid.device3", "file": "pid.device3.npy", "shape": [], "dtype": "uint32", "hlo_type": "u32", "device": 3}' "spmd manifest"
 }
 finish

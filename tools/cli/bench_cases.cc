@@ -12,7 +12,6 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "hlo/spmd/sharding_util.h"
 #include "hlo/ir/status_macros.h"
@@ -22,6 +21,7 @@
 #include "runtime/cpu/host_memory.h"
 #include "runtime/device/sharding_io.h"
 #include "tools/io/file_util.h"
+#include "tools/io/json_text.h"
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
@@ -80,22 +80,26 @@ std::string ShellQuote(const std::string& s) {
 }
 
 // The jax_grpo.GrpoParams of a GRPO kernel, or the entropy reference.
-std::string JaxRefJson(const kernels::KernelSpec& spec) {
+nlohmann::ordered_json JaxRefJson(const kernels::KernelSpec& spec) {
+  using Json = nlohmann::ordered_json;
   const kernels::GrpoConfig& c = spec.config;
   if (kernels::IsEntropyKernel(spec.kind)) {
-    return absl::StrCat(R"({"kind": "entropy", "temperature": )", c.temperature, "}");
+    return {{"kind", "entropy"}, {"temperature", c.temperature}};
   }
   const bool fused = spec.kind == kernels::KernelKind::kGrpoFusedLinear;
-  return absl::StrCat(
-      R"({"kind": ")", fused ? "grpo_fused" : "grpo", R"(", "params": {"eps_low": )", c.eps_low, R"(, "eps_high": )", c.eps_high,
-      R"(, "temperature": )", c.temperature, R"(, "temp_mode": ")",
-      kernels::TemperatureModeName(c.temperature_mode), R"(", "beta": )", c.beta,
-      R"(, "delta": )", c.delta ? absl::StrCat(*c.delta) : "null", R"(, "loss_type": ")",
-      kernels::LossTypeName(c.loss_type), R"(", "max_len": )",
-      c.max_len ? absl::StrCat(*c.max_len) : "null", R"(, "total_valid_tokens": )",
-      c.token_count_input ? "1.0" : "null", R"(, "on_policy": )",
-      c.on_policy ? "true" : "false", R"(, "logits_dtype": ")",
-      hlo::PrimitiveTypeName(c.logits_type), R"("}})");
+  return {{"kind", fused ? "grpo_fused" : "grpo"},
+          {"params",
+           {{"eps_low", c.eps_low},
+            {"eps_high", c.eps_high},
+            {"temperature", c.temperature},
+            {"temp_mode", kernels::TemperatureModeName(c.temperature_mode)},
+            {"beta", c.beta},
+            {"delta", c.delta ? Json(*c.delta) : Json(nullptr)},
+            {"loss_type", kernels::LossTypeName(c.loss_type)},
+            {"max_len", c.max_len ? Json(*c.max_len) : Json(nullptr)},
+            {"total_valid_tokens", c.token_count_input ? Json(1.0) : Json(nullptr)},
+            {"on_policy", c.on_policy},
+            {"logits_dtype", hlo::PrimitiveTypeName(c.logits_type)}}}};
 }
 
 absl::Status WriteBytes(const std::string& path, const void* data, int64_t size) {
@@ -145,20 +149,20 @@ std::string PrepareXlaCase(const hlo::HloModule& module, const kernels::KernelSp
       !st.ok()) {
     return std::string(st.message());
   }
-  std::vector<std::string> inputs;
+  nlohmann::ordered_json inputs = nlohmann::ordered_json::array();
   for (size_t i = 0; i < param_names.size(); ++i) {
-    std::vector<std::string> dims;
-    for (int64_t d : param_shapes[i].dimensions()) dims.push_back(absl::StrCat(d));
-    inputs.push_back(absl::StrCat(
-        R"({"name": ")", param_names[i], R"(", "dtype": ")",
-        hlo::PrimitiveTypeName(param_shapes[i].element_type()), R"(", "shape": [)",
-        absl::StrJoin(dims, ", "), R"(], "file": ")", inputs_dir, "/", param_names[i],
-        R"(.bin"})"));
+    inputs.push_back({{"name", param_names[i]},
+                      {"dtype", hlo::PrimitiveTypeName(param_shapes[i].element_type())},
+                      {"shape", param_shapes[i].dimensions()},
+                      {"file", absl::StrCat(inputs_dir, "/", param_names[i], ".bin")}});
   }
-  const std::string manifest = absl::StrCat(
-      R"({"module": "module.hlo", "num_partitions": )", num_partitions, R"(, "reps": )",
-      s.reps, R"(, "warmup": )", s.warmup, R"(, "inputs": [)", absl::StrJoin(inputs, ", "),
-      R"(], "jax_ref": )", with_jax ? JaxRefJson(spec) : "null", "}\n");
+  const std::string manifest =
+      JsonText({{"module", "module.hlo"},
+                {"num_partitions", num_partitions},
+                {"reps", s.reps},
+                {"warmup", s.warmup},
+                {"inputs", std::move(inputs)},
+                {"jax_ref", with_jax ? JaxRefJson(spec) : nlohmann::ordered_json(nullptr)}});
   if (absl::Status st = WriteBytes(case_dir + "/manifest.json", manifest.data(),
                                    manifest.size());
       !st.ok()) {

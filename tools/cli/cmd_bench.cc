@@ -16,7 +16,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "runtime/device/device.h"
 #include "runtime/cpu/host_memory.h"
@@ -25,6 +24,7 @@
 #include "tools/cli/bench_floor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/json_text.h"
 #include "tools/cli/subcommands.h"
 
 namespace tpuoff::tools {
@@ -139,34 +139,35 @@ std::string Table(const std::vector<CaseResult>& results) {
   return out;
 }
 
-std::string JsonTiming(const Timing& t) {
-  std::string samples;
-  for (double s : t.samples) absl::StrAppend(&samples, samples.empty() ? "" : ", ", s);
-  return absl::StrCat(
-      "{\"median_s\": ", t.median ? absl::StrCat(*t.median) : "null", ", \"samples_s\": [",
-      samples, "], \"cpu_median_s\": ", t.cpu_median ? absl::StrCat(*t.cpu_median) : "null",
-      ", \"compile_s\": ", t.compile_seconds ? absl::StrCat(*t.compile_seconds) : "null",
-      ", \"peak_rss_bytes\": ", t.peak_rss_bytes, ", \"error\": \"",
-      absl::StrReplaceAll(t.error, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", " "}}), "\"}");
+nlohmann::ordered_json OrNull(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json JsonTiming(const Timing& t) {
+  return {{"median_s", OrNull(t.median)},
+          {"samples_s", t.samples},
+          {"cpu_median_s", OrNull(t.cpu_median)},
+          {"compile_s", OrNull(t.compile_seconds)},
+          {"peak_rss_bytes", t.peak_rss_bytes},
+          {"error", t.error}};
 }
 
 std::string Json(const std::vector<CaseResult>& results, const std::string& header) {
-  std::string out = absl::StrCat("{\"header\": \"",
-                                 absl::StrReplaceAll(header, {{"\n", "\\n"}, {"\"", "'"}}),
-                                 "\", \"cases\": [\n");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const CaseResult& r = results[i];
-    absl::StrAppend(&out, "  {\"case\": \"", r.bench.name, "\", \"dtype\": \"", r.dtype,
-                    "\", \"emulator\": ", JsonTiming(r.emulator), ", \"xla\": ",
-                    JsonTiming(r.xla), ", \"jax\": ", JsonTiming(r.jax), ", \"floor\": ",
-                    JsonTiming(r.floor), ", \"bound_s\": ", r.bound_seconds,
-                    ", \"host_io_s\": ", r.host_io_seconds,
-                    ", \"host_rss_peak_bytes\": ", r.rss_peak_bytes,
-                    ", \"hbm_peak_bytes\": ", r.hbm_peak_bytes, ", \"floor_check\": ",
-                    r.floor_check ? absl::StrCat(*r.floor_check) : "null", "}",
-                    i + 1 < results.size() ? ",\n" : "\n");
+  std::vector<nlohmann::ordered_json> cases;
+  for (const CaseResult& r : results) {
+    cases.push_back({{"case", r.bench.name},
+                     {"dtype", r.dtype},
+                     {"emulator", JsonTiming(r.emulator)},
+                     {"xla", JsonTiming(r.xla)},
+                     {"jax", JsonTiming(r.jax)},
+                     {"floor", JsonTiming(r.floor)},
+                     {"bound_s", r.bound_seconds},
+                     {"host_io_s", r.host_io_seconds},
+                     {"host_rss_peak_bytes", r.rss_peak_bytes},
+                     {"hbm_peak_bytes", r.hbm_peak_bytes},
+                     {"floor_check", OrNull(r.floor_check)}});
   }
-  return out + "]}\n";
+  return JsonRecords({{"header", header}}, "cases", cases);
 }
 
 BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string& dtype) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "hlo/ir/instruction.h"
 #include "runtime/device/device.h"
+#include "tools/io/json_text.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -53,27 +54,6 @@ std::string BufferName(const AllocatedBuffer& b) {
                         b.computation->parent()->entry() == b.computation;
   if (!in_entry) absl::StrAppend(&name, " in ", b.computation->name());
   return name;
-}
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += "\"";
-  return out;
 }
 
 std::string LiveTable(const MemoryAnalysis& a, int top) {
@@ -154,52 +134,55 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
 
 std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
                              const MemoryReportOptions& options) {
-  std::string out = absl::StrCat(
-      "{\"module\":", JsonString(report.module_name), ",\"num_devices\":",
-      report.num_devices, ",\"hbm_capacity_bytes\":", options.hbm_capacity_bytes,
-      ",\"fits\":", ReportFits(report, options) ? "true" : "false", ",\"groups\":[");
-  for (size_t gi = 0; gi < report.groups.size(); ++gi) {
-    const DeviceGroup& g = report.groups[gi];
+  using Json = nlohmann::ordered_json;
+  auto name_of = [](const auto* node) { return node ? node->name() : std::string(); };
+  Json groups = Json::array();
+  for (const DeviceGroup& g : report.groups) {
     const MemoryAnalysis& a = g.analysis;
-    absl::StrAppend(
-        &out, gi ? "," : "", "{\"devices\":[", absl::StrJoin(g.devices, ","),
-        "],\"count\":", g.devices.size(), ",\"peak_bytes\":", a.peak.bytes,
-        ",\"best_fit_bytes\":", a.best_fit_bytes,
-        ",\"argument_bytes\":", a.peak.argument_bytes,
-        ",\"output_bytes\":", a.peak.output_bytes, ",\"temp_bytes\":", a.peak.temp_bytes,
-        ",\"peak_time\":", a.peak.time, ",\"num_times\":", a.num_times,
-        ",\"peak_entry_step\":", a.peak.point.entry_step, ",\"peak_instruction\":",
-        JsonString(a.peak.point.instruction ? a.peak.point.instruction->name() : ""),
-        ",\"peak_where\":", JsonString(a.peak.point.where),
-        ",\"tpu_peak_bytes\":", a.tpu_peak.bytes,
-        ",\"tpu_best_fit_bytes\":", a.tpu_best_fit_bytes,
-        ",\"tpu_argument_bytes\":", a.tpu_peak.argument_bytes,
-        ",\"tpu_output_bytes\":", a.tpu_peak.output_bytes,
-        ",\"tpu_temp_bytes\":", a.tpu_peak.temp_bytes,
-        ",\"tpu_peak_time\":", a.tpu_peak.time,
-        ",\"padding_overhead_bytes\":", a.tpu_peak.bytes - a.peak.bytes,
-        ",\"total_argument_bytes\":", a.argument_bytes,
-        ",\"total_output_bytes\":", a.output_bytes,
-        ",\"fits\":", GroupFits(g, options) ? "true" : "false",
-        ",\"num_live_at_peak\":", a.peak.live.size(), ",\"live_at_peak\":[");
+    Json live = Json::array();
     const int shown = std::min<int>(options.top, static_cast<int>(a.peak.live.size()));
     for (int i = 0; i < shown; ++i) {
       const AllocatedBuffer& b = a.buffers[a.peak.live[i]];
-      absl::StrAppend(
-          &out, i ? "," : "", "{\"instruction\":",
-          JsonString(b.instruction ? b.instruction->name() : ""),
-          ",\"computation\":", JsonString(b.computation ? b.computation->name() : ""),
-          ",\"shape\":", JsonString(b.shape.ToString()), ",\"dtype\":",
-          JsonString(hlo::PrimitiveTypeName(b.shape.element_type())),
-          ",\"dims\":[", absl::StrJoin(b.shape.dimensions(), ","), "],\"bytes\":",
-          b.bytes, ",\"tpu_bytes\":", b.tpu_bytes, ",\"kind\":",
-          JsonString(hlo::BufferKindName(b.kind)), ",\"live\":[", b.start, ",", b.end,
-          "]}");
+      live.push_back({{"instruction", name_of(b.instruction)},
+                      {"computation", name_of(b.computation)},
+                      {"shape", b.shape.ToString()},
+                      {"dtype", hlo::PrimitiveTypeName(b.shape.element_type())},
+                      {"dims", b.shape.dimensions()},
+                      {"bytes", b.bytes},
+                      {"tpu_bytes", b.tpu_bytes},
+                      {"kind", hlo::BufferKindName(b.kind)},
+                      {"live", {b.start, b.end}}});
     }
-    out += "]}";
+    groups.push_back({{"devices", g.devices},
+                      {"count", g.devices.size()},
+                      {"peak_bytes", a.peak.bytes},
+                      {"best_fit_bytes", a.best_fit_bytes},
+                      {"argument_bytes", a.peak.argument_bytes},
+                      {"output_bytes", a.peak.output_bytes},
+                      {"temp_bytes", a.peak.temp_bytes},
+                      {"peak_time", a.peak.time},
+                      {"num_times", a.num_times},
+                      {"peak_entry_step", a.peak.point.entry_step},
+                      {"peak_instruction", name_of(a.peak.point.instruction)},
+                      {"peak_where", a.peak.point.where},
+                      {"tpu_peak_bytes", a.tpu_peak.bytes},
+                      {"tpu_best_fit_bytes", a.tpu_best_fit_bytes},
+                      {"tpu_argument_bytes", a.tpu_peak.argument_bytes},
+                      {"tpu_output_bytes", a.tpu_peak.output_bytes},
+                      {"tpu_temp_bytes", a.tpu_peak.temp_bytes},
+                      {"tpu_peak_time", a.tpu_peak.time},
+                      {"padding_overhead_bytes", a.tpu_peak.bytes - a.peak.bytes},
+                      {"total_argument_bytes", a.argument_bytes},
+                      {"total_output_bytes", a.output_bytes},
+                      {"fits", GroupFits(g, options)},
+                      {"num_live_at_peak", a.peak.live.size()},
+                      {"live_at_peak", std::move(live)}});
   }
-  out += "]}\n";
-  return out;
+  return JsonText({{"module", report.module_name},
+                   {"num_devices", report.num_devices},
+                   {"hbm_capacity_bytes", options.hbm_capacity_bytes},
+                   {"fits", ReportFits(report, options)},
+                   {"groups", std::move(groups)}});
 }
 
 }  // namespace tpuoff::tools

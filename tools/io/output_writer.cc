@@ -9,10 +9,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "hlo/ir/float16.h"
 #include "hlo/ir/status_macros.h"
 #include "tools/io/file_util.h"
+#include "tools/io/json_text.h"
 #include "tools/io/npy.h"
 
 namespace tpuoff::tools {
@@ -27,21 +27,6 @@ std::string FileSafe(const std::string& name) {
   }
   if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
   return out;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
 }
 
 // numpy's name for the dtype a literal is written as.
@@ -195,23 +180,24 @@ std::string FormatChecksum(const Checksum& c) {
 absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
                           const NpyWriteOptions& options) {
   ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir));
-  std::vector<std::string> entries;
+  std::vector<nlohmann::ordered_json> entries;
   for (const NamedOutput& out : outputs) {
     const hlo::Shape& shape = out.literal->shape();
     ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, options));
     const std::string file = absl::StrCat(out.name, ".npy");
     RETURN_IF_ERROR(staged.WriteFile(file, bytes));
-    std::string entry = absl::StrCat(
-        "    {\"name\": ", JsonString(out.name), ", \"file\": ",
-        JsonString(file), ", \"shape\": [", absl::StrJoin(shape.dimensions(), ", "),
-        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type(), options),
-        "\", \"hlo_type\": \"", hlo::PrimitiveTypeName(shape.element_type()),
-        "\"");
-    if (out.device >= 0) absl::StrAppend(&entry, ", \"device\": ", out.device);
-    entries.push_back(entry + "}");
+    nlohmann::ordered_json entry = {
+        {"name", out.name},
+        {"file", file},
+        {"shape", shape.dimensions()},
+        {"dtype", NpyDtypeNameFor(shape.element_type(), options)},
+        {"hlo_type", hlo::PrimitiveTypeName(shape.element_type())}};
+    if (out.device >= 0) entry["device"] = out.device;
+    entries.push_back(std::move(entry));
   }
-  const std::string manifest = absl::StrCat(
-      "{\n  \"outputs\": [\n", absl::StrJoin(entries, ",\n"), "\n  ]\n}\n");
+  // One output per line.
+  const std::string manifest =
+      JsonRecords(nlohmann::ordered_json::object(), "outputs", entries);
   RETURN_IF_ERROR(staged.WriteFile("manifest.json", manifest));
   return staged.Commit();
 }

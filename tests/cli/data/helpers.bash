@@ -40,6 +40,26 @@ expect_one_line() {
   fi
 }
 
+# expect_manifest FILE JSON_OBJECT DESCRIPTION: FILE (run's manifest.json) is
+# JSON and one of its "outputs" holds JSON_OBJECT's keys with its values, in
+# its key order.
+expect_manifest() {
+  local why
+  if ! why=$(python3 - "$1" "$2" 2>&1 <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+want = json.loads(sys.argv[2])
+for e in doc["outputs"]:
+    if all(e.get(k) == v for k, v in want.items()) and [k for k in e if k in want] == list(want):
+        sys.exit(0)
+sys.exit(f"no output entry {sys.argv[2]} in {json.dumps(doc['outputs'])[:500]}")
+PY
+  ); then
+    fail "$3: $why"
+    return 1
+  fi
+}
+
 # no_leftovers DIR DESCRIPTION: no temp files (.*.tmp-*) remain in DIR.
 no_leftovers() {
   local left
