@@ -1,6 +1,12 @@
 // Microbenchmarks of the emulator's building blocks: vectorised exp/log
-// (runtime/cpu/simd_math.h) against libm, and the fork-join pool's per-loop
-// overhead (runtime/cpu/parallel.h).
+// (runtime/cpu/simd_math.h) against libm and the library candidates of
+// simd_alternatives.h (Highway, SLEEF) on the same arrays, and the fork-join
+// pool's per-loop overhead (runtime/cpu/parallel.h).
+//
+// The machine is shared: compare candidates with interleaved repetitions and
+// medians, e.g. tpuoff_benchmarks --benchmark_filter='Exp|Log'
+// --benchmark_repetitions=15 --benchmark_enable_random_interleaving=true
+// --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -8,9 +14,12 @@
 
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/simd_math.h"
+#include "tools/bench/simd_alternatives.h"
 
 namespace tpuoff {
 namespace {
+
+using bench::ArrayFn;
 
 std::vector<float> Inputs(int64_t n, float lo, float hi) {
   std::vector<float> x(n);
@@ -18,46 +27,38 @@ std::vector<float> Inputs(int64_t n, float lo, float hi) {
   return x;
 }
 
-void BM_SimdExp(benchmark::State& state) {
-  std::vector<float> x = Inputs(state.range(0), -30, 5), y(x.size());
-  for (auto _ : state) {
-    runtime::simd::Exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * x.size());
-  state.SetLabel(runtime::simd::VectorIsaName());
+void LibmExp(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
-BENCHMARK(BM_SimdExp)->Arg(1024)->Arg(1 << 16);
+void LibmLog(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+}
 
-void BM_StdExp(benchmark::State& state) {
-  std::vector<float> x = Inputs(state.range(0), -30, 5), y(x.size());
+void Run(benchmark::State& state, ArrayFn fn, float lo, float hi) {
+  std::vector<float> x = Inputs(state.range(0), lo, hi), y(x.size());
   for (auto _ : state) {
-    for (size_t i = 0; i < x.size(); ++i) y[i] = std::exp(x[i]);
+    fn(x.data(), y.data(), static_cast<int64_t>(x.size()));
     benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * x.size());
 }
-BENCHMARK(BM_StdExp)->Arg(1024)->Arg(1 << 16);
 
-void BM_SimdLog(benchmark::State& state) {
-  std::vector<float> x = Inputs(state.range(0), 1e-3f, 1e3f), y(x.size());
-  for (auto _ : state) {
-    runtime::simd::Log(x.data(), y.data(), static_cast<int64_t>(x.size()));
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * x.size());
-}
-BENCHMARK(BM_SimdLog)->Arg(1024)->Arg(1 << 16);
+// exp of x - max over a row of logits: [-30, 0]; log of a softmax sum:
+// [1, 151936] (up to the vocabulary size).
+void BM_Exp(benchmark::State& state, ArrayFn fn) { Run(state, fn, -30.0f, 0.0f); }
+void BM_Log(benchmark::State& state, ArrayFn fn) { Run(state, fn, 1.0f, 151936.0f); }
 
-void BM_StdLog(benchmark::State& state) {
-  std::vector<float> x = Inputs(state.range(0), 1e-3f, 1e3f), y(x.size());
-  for (auto _ : state) {
-    for (size_t i = 0; i < x.size(); ++i) y[i] = std::log(x[i]);
-    benchmark::DoNotOptimize(y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * x.size());
-}
-BENCHMARK(BM_StdLog)->Arg(1024)->Arg(1 << 16);
+#define TPUOFF_SIMD_CASES(bm, name, fn) BENCHMARK_CAPTURE(bm, name, fn)->Arg(1024)->Arg(1 << 16)
+TPUOFF_SIMD_CASES(BM_Exp, tpuoff, &runtime::simd::Exp);
+TPUOFF_SIMD_CASES(BM_Exp, hwy, &bench::HwyExp);
+TPUOFF_SIMD_CASES(BM_Exp, sleef_u10, &bench::SleefExpU10);
+TPUOFF_SIMD_CASES(BM_Exp, libm, &LibmExp);
+TPUOFF_SIMD_CASES(BM_Log, tpuoff, &runtime::simd::Log);
+TPUOFF_SIMD_CASES(BM_Log, hwy, &bench::HwyLog);
+TPUOFF_SIMD_CASES(BM_Log, sleef_u10, &bench::SleefLogU10);
+TPUOFF_SIMD_CASES(BM_Log, sleef_u35, &bench::SleefLogU35);
+TPUOFF_SIMD_CASES(BM_Log, libm, &LibmLog);
 
 // One empty ParallelFor over all threads: the cost of a fused step's fork
 // and join.

@@ -5,7 +5,9 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ clang libclang-rt-14-dev libomp-dev
       libprotobuf-dev protobuf-compiler libabsl-dev libeigen3-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv
-      nlohmann-json3-dev libdnnl-dev)
+      nlohmann-json3-dev libdnnl-dev
+      # tools/bench only: the exp/log candidates simd_math is measured against
+      libhwy-dev libsleef-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
