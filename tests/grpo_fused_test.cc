@@ -306,8 +306,9 @@ TEST(GrpoFusedCliTest, CompareShardedAgainstUnshardedOnACase) {
 }
 
 // ---------------------------------------------------------------------------
-// Memory at the seed shapes, by the static HBM analysis (hlo/analysis/memory_analysis.h,
-// what `tpuoff memory` prints; its peak equals the emulator's measured one).
+// Memory at the seed shapes, by the static HBM analysis
+// (hlo/analysis/memory_analysis.h, what `tpuoff memory` prints; its peak
+// equals the emulator's measured one).
 
 // The unfused math the fused kernel replaces, with the same parameters and
 // outputs: logits = hidden·lm_head in the inputs' type (as jnp.matmul gives

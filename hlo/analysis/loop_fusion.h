@@ -1,8 +1,9 @@
 // The pure-IR half of elementwise loop fusion, shared by the buffer planner
 // (hlo/analysis/buffer_plan.h) and the emulator's loop compiler
-// (runtime/emulator/loop_program.h): which instructions a fused loop can absorb, which
-// reduces stream, and what a fused group reads. Keeping this in hlo/ lets the
-// static memory analysis see exactly the fusion groups the emulator runs.
+// (runtime/emulator/loop_program.h): which instructions a fused loop can
+// absorb, which reduces stream, and what a fused group reads. Keeping this in
+// hlo/analysis lets the static memory analysis see exactly the fusion groups
+// the emulator runs.
 #ifndef TPUOFF_HLO_ANALYSIS_LOOP_FUSION_H_
 #define TPUOFF_HLO_ANALYSIS_LOOP_FUSION_H_
 

@@ -1,7 +1,7 @@
 // Field-level conversions between IR value types and their xla:: proto
-// messages, shared by proto_export.cc and proto_import.cc. Internal to hlo/
-// .cc files: this is the only hlo/ header that includes the generated .pb.h,
-// and no IR header includes it.
+// messages, shared by proto_export.cc and proto_import.cc. Internal to
+// hlo/proto: the only hlo header that includes the generated .pb.h, and no
+// IR header includes it.
 #ifndef TPUOFF_HLO_PROTO_PROTO_INTERNAL_H_
 #define TPUOFF_HLO_PROTO_PROTO_INTERNAL_H_
 

@@ -2,7 +2,7 @@
 // families (elementwise_kernels.cc, fold_kernels.cc): XLA:CPU's integer
 // wrapping, division and shift rules, NaN-propagating max/min, and the
 // compute-representation rounding of 16-bit floats (see
-// elementwise_kernels.h). Internal to runtime/.
+// elementwise_kernels.h). Internal to runtime/cpu.
 #ifndef TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
 #define TPUOFF_RUNTIME_CPU_ELEMENTWISE_OPS_H_
 

@@ -155,7 +155,8 @@ struct LoopProgram {
 std::string LoopProgramToString(const LoopProgram& program);
 
 // Which instructions a group may hold, and scalar reducers, are decided in
-// hlo/ (shared with the buffer planner); the builder must express them all.
+// hlo/analysis/loop_fusion.h (shared with the buffer planner); the builder
+// must express them all.
 using hlo::IsLoopFusible;
 using hlo::MatchReducer;
 
