@@ -109,6 +109,13 @@ bool ReportFits(const hlo::DeviceMemoryReport& report,
   return true;
 }
 
+namespace {
+// Byte counts the analysis may leave out (-1) as JSON null.
+std::string JsonBytesOrNull(int64_t bytes) {
+  return bytes >= 0 ? absl::StrCat(bytes) : "null";
+}
+}  // namespace
+
 std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
                                const MemoryReportOptions& options) {
   const std::string cap = HumanBytes(options.hbm_capacity_bytes);
@@ -120,9 +127,14 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
     const MemoryAnalysis& a = g.analysis;
     absl::StrAppend(&out, "\n", GroupTitle(g), ":\n");
     absl::StrAppend(&out, "  peak HBM            ", Bytes(a.peak.bytes), "\n");
-    absl::StrAppend(&out, "  best-fit placement  ", Bytes(a.best_fit_bytes),
-                    " (fragmentation ", HumanBytes(a.best_fit_bytes - a.peak.bytes),
-                    ")\n");
+    if (a.best_fit_bytes >= 0) {
+      absl::StrAppend(&out, "  best-fit placement  ", Bytes(a.best_fit_bytes),
+                      " (fragmentation ", HumanBytes(a.best_fit_bytes - a.peak.bytes),
+                      ")\n");
+    } else {
+      absl::StrAppend(&out, "  best-fit placement  not computed (too many buffers live "
+                            "together)\n");
+    }
     absl::StrAppend(&out, "  at the peak         argument ", HumanBytes(a.peak.argument_bytes),
                     ", output ", HumanBytes(a.peak.output_bytes), ", temp ",
                     HumanBytes(a.peak.temp_bytes), "\n");
@@ -131,7 +143,10 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
     absl::StrAppend(&out, "  TPU-padded peak     ", Bytes(a.tpu_peak.bytes), " (padding +",
                     HumanBytes(a.tpu_peak.bytes - a.peak.bytes), ", ",
                     Percent(a.tpu_peak.bytes - a.peak.bytes, a.peak.bytes),
-                    "); best-fit ", HumanBytes(a.tpu_best_fit_bytes), "\n");
+                    "); best-fit ",
+                    a.tpu_best_fit_bytes >= 0 ? HumanBytes(a.tpu_best_fit_bytes)
+                                              : "not computed",
+                    "\n");
     absl::StrAppend(&out, "  TPU-padded split    argument ",
                     HumanBytes(a.tpu_peak.argument_bytes), ", output ",
                     HumanBytes(a.tpu_peak.output_bytes), ", temp ",
@@ -164,7 +179,7 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
     absl::StrAppend(
         &out, gi ? "," : "", "{\"devices\":[", absl::StrJoin(g.devices, ","),
         "],\"count\":", g.devices.size(), ",\"peak_bytes\":", a.peak.bytes,
-        ",\"best_fit_bytes\":", a.best_fit_bytes,
+        ",\"best_fit_bytes\":", JsonBytesOrNull(a.best_fit_bytes),
         ",\"argument_bytes\":", a.peak.argument_bytes,
         ",\"output_bytes\":", a.peak.output_bytes, ",\"temp_bytes\":", a.peak.temp_bytes,
         ",\"peak_time\":", a.peak.time, ",\"num_times\":", a.num_times,
@@ -172,7 +187,7 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
         JsonString(a.peak.point.instruction ? a.peak.point.instruction->name() : ""),
         ",\"peak_where\":", JsonString(a.peak.point.where),
         ",\"tpu_peak_bytes\":", a.tpu_peak.bytes,
-        ",\"tpu_best_fit_bytes\":", a.tpu_best_fit_bytes,
+        ",\"tpu_best_fit_bytes\":", JsonBytesOrNull(a.tpu_best_fit_bytes),
         ",\"tpu_argument_bytes\":", a.tpu_peak.argument_bytes,
         ",\"tpu_output_bytes\":", a.tpu_peak.output_bytes,
         ",\"tpu_temp_bytes\":", a.tpu_peak.temp_bytes,
