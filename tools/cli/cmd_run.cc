@@ -16,8 +16,10 @@
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/host_budget.h"
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
+#include "tools/cli/run_limit_flags.h"
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
@@ -38,6 +40,7 @@ struct RunFlags {
   std::string trace;
   double hbm_gib = 32.0;
   int64_t threads = 0;
+  RunLimitFlags limits;
   std::string input_format = "auto";
   std::string bf16_outputs = "f32";
   KernelFlags kernel;
@@ -119,6 +122,7 @@ int RunMain(const std::vector<std::string>& args) {
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
   flags.AddEnum("bf16-outputs", &f.bf16_outputs, {"f32", "bf16"},
                 "write bf16 outputs as float32 (exact) or as ml_dtypes bfloat16");
+  RegisterRunLimitFlags(flags, &f.limits);
   flags.AddEnum("input-format", &f.input_format,
                 {"auto", "text", "proto", "json"},
                 "format of MODULE_FILE (auto = detect)");
@@ -155,6 +159,12 @@ int RunMain(const std::vector<std::string>& args) {
   if (flags.WasSet("outputs") && f.outputs.empty()) {
     return ReportUsageError(kCmd, "--outputs needs a directory name");
   }
+  if (flags.WasSet("trace") && f.trace.empty()) {
+    return ReportUsageError(kCmd, "--trace needs a file name");
+  }
+  if (absl::Status s = CheckRunLimitFlags(f.limits); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
 
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
       from_kernel ? BuildShardedModule(f.kernel, f.shard)
@@ -180,22 +190,45 @@ int RunMain(const std::vector<std::string>& args) {
   }
   const hlo::HloComputation& params = partitioned ? *global_params : *m.entry();
 
-  if (!flags.WasSet("inputs") && !f.random_inputs && params.num_parameters() > 0) {
+  const bool no_inputs = !flags.WasSet("inputs") && !f.random_inputs;
+  if (no_inputs && params.num_parameters() > 0) {
     std::fprintf(stderr,
                  "%s: the module has parameters: give --inputs=DIR or "
                  "--random-inputs; expected parameters:\n%s",
-                 std::string(kCmd).c_str(), ExpectedParametersText(params).c_str());
+                 std::string(kCmd).c_str(),
+                 EscapeControlCharacters(ExpectedParametersText(params), "\n").c_str());
     return kExitUsage;
   }
 
   const int64_t num_devices = std::max<int64_t>(m.num_partitions(), 1);
+  // Nothing is allocated before the host is known to hold it all: inputs,
+  // every device's planned buffers and the outputs' copies.
+  {
+    HostNeed need;
+    need.num_devices = num_devices;
+    const int64_t entry_args = ParameterBytes(*m.entry());
+    need.inputs = SaturatingBytes(entry_args, num_devices);
+    if (partitioned) need.inputs = SaturatingBytes(need.inputs, 1) + ParameterBytes(params);
+    need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
+    // Partitioned: the global outputs are assembled from the devices'; with
+    // --outputs every output is also serialised once.
+    const int64_t outputs = partitioned ? ShapesBytes(signature->global_outputs)
+                                        : SaturatingBytes(ResultBytes(*m.entry()), num_devices);
+    need.outputs = (partitioned ? outputs : 0) + (f.outputs.empty() ? 0 : outputs);
+    if (absl::Status s = CheckHostMemory("this run", need); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   // Partitioned: one set of global arguments; else one set per device.
   absl::StatusOr<std::vector<std::vector<hlo::Literal>>> arguments =
-      partitioned ? MakeArguments(m, f, 1, &params) : MakeArguments(m, f, num_devices);
+      no_inputs ? std::vector<std::vector<hlo::Literal>>(partitioned ? 1 : num_devices)
+      : partitioned ? MakeArguments(m, f, 1, &params)
+                    : MakeArguments(m, f, num_devices);
   if (!arguments.ok()) return ReportFailureDetailed(kCmd, arguments.status());
 
   runtime::RunOptions options;
   options.num_threads = static_cast<int>(f.threads);
+  ApplyRunLimits(f.limits, &options);
   options.hbm_capacity_bytes = std::max<int64_t>(
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
   options.record_trace = !f.trace.empty();
@@ -214,7 +247,7 @@ int RunMain(const std::vector<std::string>& args) {
       static_cast<int64_t>(result->outputs.size()) / output_sets;
   const std::vector<std::string> names = OutputNames(m, per_device);
   std::vector<NamedOutput> named;
-  std::string report = absl::StrCat("module ", m.name(), ": ",
+  std::string report = absl::StrCat("module ", EscapeControlCharacters(m.name()), ": ",
                                     m.entry()->num_parameters(), " parameters, ",
                                     per_device, " outputs, ", num_devices,
                                     num_devices == 1 ? " device" : " devices",
