@@ -25,6 +25,7 @@
 #include "tools/cli/bench_floor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/subcommands.h"
 
 namespace tpuoff::tools {

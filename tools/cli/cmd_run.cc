@@ -24,6 +24,7 @@
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
 #include "tools/io/random_inputs.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/shard_flags.h"
 #include "tools/cli/subcommands.h"
 
@@ -38,6 +39,7 @@ struct RunFlags {
   int64_t seed = 0;
   std::string outputs;
   std::string trace;
+  bool overwrite = false;
   double hbm_gib = 32.0;
   int64_t threads = 0;
   RunLimitFlags limits;
@@ -104,8 +106,11 @@ int RunMain(const std::vector<std::string>& args) {
       "Prints each output's shape, dtype and checksum, each device's peak HBM\n"
       "and the wall time. --outputs writes <name>.npy per output (bf16 as\n"
       "float32, or ml_dtypes bfloat16 with --bf16-outputs=bf16) and\n"
-      "manifest.json, all or nothing. Running out of simulated HBM exits 1\n"
-      "and writes nothing.\n"
+      "manifest.json, all or nothing, into a new or empty directory\n"
+      "(--overwrite: replacing a previous output). A failed run (bad input,\n"
+      "out of simulated HBM, a loop or time limit) exits 1 and writes\n"
+      "nothing; the run is refused up front when the host cannot hold its\n"
+      "inputs and device buffers.\n"
       "Exit codes: 0 ok, 1 failure (bad input, out of HBM), 2 usage error.");
   flags.AddString("inputs", &f.inputs, "directory of <parameter>.npy inputs",
                   "DIR");
@@ -116,7 +121,10 @@ int RunMain(const std::vector<std::string>& args) {
                   "directory for <output>.npy + manifest.json (none = "
                   "don't write)",
                   "DIR");
-  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here",
+  flags.AddBool("overwrite", &f.overwrite,
+                "let --outputs replace a previous tpuoff output (manifest.json and the files "
+                "it lists, nothing else) instead of needing a new or empty directory");
+  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here (only when the run succeeds)",
                   "FILE");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
@@ -164,6 +172,15 @@ int RunMain(const std::vector<std::string>& args) {
   }
   if (absl::Status s = CheckRunLimitFlags(f.limits); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
+  }
+  if (f.overwrite && f.outputs.empty()) {
+    return ReportUsageError(kCmd, "--overwrite only applies with --outputs=DIR");
+  }
+  // Where the outputs go is checked before the (maybe long) run.
+  if (!f.outputs.empty()) {
+    if (absl::Status s = CheckOutputDirectory(f.outputs, {.overwrite = f.overwrite}); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
   }
 
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
@@ -273,21 +290,25 @@ int RunMain(const std::vector<std::string>& args) {
   absl::StrAppend(&report, absl::StrFormat("wall time: %.6f s\n",
                                            result->wall_seconds));
 
-  // Files: the trace first, then the outputs; if the outputs fail the trace
-  // is taken back so a failed run leaves nothing behind.
+  // Files only after a successful run, staged first and published last:
+  // the outputs (all at once), then the trace. A failure before that
+  // leaves whatever the user had untouched.
+  std::optional<StagedFile> trace;
   if (!f.trace.empty()) {
-    if (absl::Status s = WriteFileAtomically(f.trace, result->trace.ToChromeJson());
-        !s.ok()) {
-      return ReportFailure(kCmd, s);
-    }
+    absl::StatusOr<StagedFile> staged = StagedFile::Create(f.trace, result->trace.ToChromeJson());
+    if (!staged.ok()) return ReportFailure(kCmd, staged.status());
+    trace.emplace(*std::move(staged));
   }
   if (!f.outputs.empty()) {
     NpyWriteOptions npy_options;
     npy_options.bf16_as_float32 = f.bf16_outputs == "f32";
-    if (absl::Status s = WriteOutputs(f.outputs, named, npy_options); !s.ok()) {
-      if (!f.trace.empty() && f.trace != "-") std::remove(f.trace.c_str());
-      return ReportFailure(kCmd, s);
-    }
+    absl::StatusOr<StagedDirectory> staged =
+        StageOutputs(f.outputs, named, npy_options, {.overwrite = f.overwrite});
+    if (!staged.ok()) return ReportFailure(kCmd, staged.status());
+    if (absl::Status s = staged->Commit(); !s.ok()) return ReportFailure(kCmd, s);
+  }
+  if (trace.has_value()) {
+    if (absl::Status s = trace->Commit(); !s.ok()) return ReportFailure(kCmd, s);
   }
   if (absl::Status s = WriteToStdout(report); !s.ok()) {
     return ReportFailure(kCmd, s);

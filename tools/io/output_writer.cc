@@ -12,22 +12,12 @@
 #include "absl/strings/str_join.h"
 #include "hlo/ir/float16.h"
 #include "hlo/ir/status_macros.h"
-#include "tools/io/file_util.h"
+#include "tools/io/file_names.h"
+#include "tools/io/staged_output.h"
 #include "tools/io/npy.h"
 
 namespace tpuoff::tools {
 namespace {
-
-std::string FileSafe(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    out.push_back(absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.'
-                      ? c
-                      : '_');
-  }
-  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
-  return out;
-}
 
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
@@ -74,14 +64,7 @@ std::vector<std::string> OutputNames(const hlo::HloModule& module,
       names.push_back(absl::StrCat("output_", i));
     }
   }
-  std::set<std::string> used = {"manifest"};
-  for (std::string& n : names) {
-    std::string base = FileSafe(std::string(absl::StripAsciiWhitespace(n)));
-    n = base;
-    for (int k = 1; used.count(n) > 0; ++k) n = absl::StrCat(base, "_", k);
-    used.insert(n);
-  }
-  return names;
+  return UniqueFileStems(names, {"manifest"});
 }
 
 namespace {
@@ -193,18 +176,26 @@ std::string FormatChecksum(const Checksum& c) {
 }
 
 absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
-                          const NpyWriteOptions& options) {
-  ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir));
+                          const NpyWriteOptions& npy, const StagedDirectoryOptions& options) {
+  ASSIGN_OR_RETURN(StagedDirectory staged, StageOutputs(dir, outputs, npy, options));
+  return staged.Commit();
+}
+
+absl::StatusOr<StagedDirectory> StageOutputs(const std::string& dir,
+                                             absl::Span<const NamedOutput> outputs,
+                                             const NpyWriteOptions& npy,
+                                             const StagedDirectoryOptions& options) {
+  ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir, options));
   std::vector<std::string> entries;
   for (const NamedOutput& out : outputs) {
     const hlo::Shape& shape = out.literal->shape();
-    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, options));
+    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, npy));
     const std::string file = absl::StrCat(out.name, ".npy");
     RETURN_IF_ERROR(staged.WriteFile(file, bytes));
     std::string entry = absl::StrCat(
         "    {\"name\": ", JsonString(out.name), ", \"file\": ",
         JsonString(file), ", \"shape\": [", absl::StrJoin(shape.dimensions(), ", "),
-        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type(), options),
+        "], \"dtype\": \"", NpyDtypeNameFor(shape.element_type(), npy),
         "\", \"hlo_type\": \"", hlo::PrimitiveTypeName(shape.element_type()),
         "\"");
     if (out.device >= 0) absl::StrAppend(&entry, ", \"device\": ", out.device);
@@ -213,7 +204,7 @@ absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> 
   const std::string manifest = absl::StrCat(
       "{\n  \"outputs\": [\n", absl::StrJoin(entries, ",\n"), "\n  ]\n}\n");
   RETURN_IF_ERROR(staged.WriteFile("manifest.json", manifest));
-  return staged.Commit();
+  return staged;
 }
 
 }  // namespace tpuoff::tools

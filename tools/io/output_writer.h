@@ -12,12 +12,13 @@
 #include "hlo/ir/literal.h"
 #include "tools/io/npy.h"
 #include "hlo/ir/module.h"
+#include "tools/io/staged_output.h"
 
 namespace tpuoff::tools {
 
 // Names for `num_outputs` result leaves: the module's output_names frontend
 // attribute when it has exactly that many entries, else output_<i>. Names
-// are made file-safe ([A-Za-z0-9_.-], others -> '_') and unique.
+// are made file-safe and unique (tools/io/file_names.h).
 std::vector<std::string> OutputNames(const hlo::HloModule& module,
                                      int64_t num_outputs);
 
@@ -44,9 +45,18 @@ struct NamedOutput {
 
 // Writes <dir>/<name>.npy for every output and <dir>/manifest.json last
 // ({"outputs": [{"name", "file", "shape", "dtype", "hlo_type", "device"?}]}).
-// Either everything is published or nothing is.
+// Either everything is published or nothing is, and nothing the user had
+// is lost (tools/io/staged_output.h: `dir` must be new, empty, or with
+// options.overwrite a previous output).
+// `npy` chooses how the arrays are written (tools/io/npy.h).
 absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
-                          const NpyWriteOptions& options = {});
+                          const NpyWriteOptions& npy = {},
+                          const StagedDirectoryOptions& options = {});
+// The same, staged but not yet published: Commit() the result.
+absl::StatusOr<StagedDirectory> StageOutputs(const std::string& dir,
+                                             absl::Span<const NamedOutput> outputs,
+                                             const NpyWriteOptions& npy = {},
+                                             const StagedDirectoryOptions& options = {});
 
 }  // namespace tpuoff::tools
 
