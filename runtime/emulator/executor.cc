@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/emulator/device_run.h"
 #include "runtime/emulator/exec_context.h"
 #include "runtime/emulator/plan.h"
@@ -24,8 +25,12 @@ namespace {
 
 using hlo::Literal;
 
+// Host threads for the run: as asked (0 = all), never more than the
+// hardware has (more only oversubscribe the cores; thousands of OpenMP
+// threads would exhaust the address space).
 int TotalThreads(const RunOptions& options) {
-  return options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  const int asked = options.num_threads > 0 ? options.num_threads : omp_get_max_threads();
+  return std::max(1, std::min(asked, MaxParallelism()));
 }
 
 // Runs the devices' DeviceRuns on `workers` threads (the caller's among

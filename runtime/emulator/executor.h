@@ -24,7 +24,8 @@
 namespace tpuoff::runtime {
 
 struct RunOptions {
-  // OpenMP threads in total (0 = all available). RunSpmd gives each device
+  // Host threads in total (0 = all available; at most the hardware's).
+  // Devices take turns on min(devices, threads) worker threads, each with
   // an equal share, at least one.
   int num_threads = 0;
   // HBM capacity of each simulated device.

@@ -707,21 +707,30 @@ namespace {
 
 // Whether node `i` has the same value at every element of the iteration
 // space: built from constants and loads that ignore the index.
+// Whether node `i` has the same value at every element. Nodes are in
+// topological order, so one forward pass decides every node (no recursion:
+// fused chains can be hundreds of thousands of nodes long).
 bool IsUniform(const LoopProgram& p, int i) {
-  const LoopNode& n = p.nodes[i];
-  switch (n.kind) {
-    case LoopNode::Kind::kLoad:
-      return n.dynamic.empty() &&
-             std::all_of(n.strides.begin(), n.strides.end(), [](int64_t s) { return s == 0; });
-    case LoopNode::Kind::kIota:
-    case LoopNode::Kind::kIotaEq:
-      return false;
-    default:
-      for (int a : n.args) {
-        if (a >= 0 && !IsUniform(p, a)) return false;
-      }
-      return true;
+  std::vector<char> uniform(static_cast<size_t>(i) + 1, 0);
+  for (int k = 0; k <= i; ++k) {
+    const LoopNode& n = p.nodes[k];
+    switch (n.kind) {
+      case LoopNode::Kind::kLoad:
+        uniform[k] = n.dynamic.empty() && std::all_of(n.strides.begin(), n.strides.end(),
+                                                      [](int64_t s) { return s == 0; });
+        break;
+      case LoopNode::Kind::kIota:
+      case LoopNode::Kind::kIotaEq:
+        uniform[k] = 0;
+        break;
+      default:
+        uniform[k] = 1;
+        for (int a : n.args) {
+          if (a >= 0 && !uniform[a]) uniform[k] = 0;
+        }
+    }
   }
+  return uniform[i];
 }
 
 // Per-thread scratch, reused across loops (a few KB per slot).

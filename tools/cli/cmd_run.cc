@@ -242,6 +242,14 @@ int RunMain(const std::vector<std::string>& args) {
       : partitioned ? MakeArguments(m, f, 1, &params)
                     : MakeArguments(m, f, num_devices);
   if (!arguments.ok()) return ReportFailureDetailed(kCmd, arguments.status());
+  if (from_kernel && flags.WasSet("inputs")) {
+    for (const std::vector<hlo::Literal>& set : *arguments) {
+      if (absl::Status s = CheckKernelInputs(f.kernel, params, set); !s.ok()) {
+        return ReportFailure(kCmd, absl::Status(s.code(), absl::StrCat("--inputs=", f.inputs,
+                                                                      ": ", s.message())));
+      }
+    }
+  }
 
   runtime::RunOptions options;
   options.num_threads = static_cast<int>(f.threads);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -98,12 +99,16 @@ template <typename At>
 void SumValues(int64_t n, At at, Checksum* c) {
   constexpr int kLanes = 8;
   double sum[kLanes] = {}, abs_sum[kLanes] = {};
-  int64_t nans[kLanes] = {};
+  int64_t nans[kLanes] = {}, pos_infs[kLanes] = {}, neg_infs[kLanes] = {};
   auto add = [&](int lane, double x) {
     const bool nan = x != x;
+    const bool inf = std::fabs(x) == std::numeric_limits<double>::infinity();
+    const bool finite = !nan && !inf;
     nans[lane] += nan;
-    sum[lane] += nan ? 0.0 : x;
-    abs_sum[lane] += nan ? 0.0 : std::fabs(x);
+    pos_infs[lane] += inf && x > 0;
+    neg_infs[lane] += inf && x < 0;
+    sum[lane] += finite ? x : 0.0;
+    abs_sum[lane] += finite ? std::fabs(x) : 0.0;
   };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -114,6 +119,8 @@ void SumValues(int64_t n, At at, Checksum* c) {
     c->sum += sum[l];
     c->abs_sum += abs_sum[l];
     c->nan_count += nans[l];
+    c->pos_inf_count += pos_infs[l];
+    c->neg_inf_count += neg_infs[l];
   }
 }
 
@@ -164,14 +171,23 @@ Checksum ComputeChecksum(const hlo::Literal& literal) {
     c.sum += p.sum;
     c.abs_sum += p.abs_sum;
     c.nan_count += p.nan_count;
+    c.pos_inf_count += p.pos_inf_count;
+    c.neg_inf_count += p.neg_inf_count;
   }
   return c;
 }
 
 std::string FormatChecksum(const Checksum& c) {
-  std::string s = absl::StrFormat("sum=%.9g abs_sum=%.9g hash=%016x", c.sum,
-                                  c.abs_sum, c.hash);
+  // Finite sums overflowing double could still meet as inf - inf: print any
+  // NaN as "nan", never printf's "-nan".
+  auto number = [](double v) {
+    return std::isnan(v) ? std::string("nan") : absl::StrFormat("%.9g", v);
+  };
+  std::string s = absl::StrFormat("sum=%s abs_sum=%s hash=%016x", number(c.sum),
+                                  number(c.abs_sum), c.hash);
   if (c.nan_count > 0) absl::StrAppend(&s, " nan=", c.nan_count);
+  if (c.pos_inf_count > 0) absl::StrAppend(&s, " +inf=", c.pos_inf_count);
+  if (c.neg_inf_count > 0) absl::StrAppend(&s, " -inf=", c.neg_inf_count);
   return s;
 }
 

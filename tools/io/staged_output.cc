@@ -397,6 +397,8 @@ struct DirectoryPlan {
   std::string parent;
 };
 
+void RemoveStale(const DirectoryPlan& p);
+
 absl::StatusOr<DirectoryPlan> PlanDirectory(const std::string& user_dir,
                                             const StagedDirectoryOptions& options) {
   DirectoryPlan p;
@@ -404,16 +406,22 @@ absl::StatusOr<DirectoryPlan> PlanDirectory(const std::string& user_dir,
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (dir.empty()) return absl::InvalidArgumentError("output directory name is empty");
   struct stat st;
-  if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    // A symlink stays: the directory it points to is what gets written.
+  if (::lstat(dir.c_str(), &st) == 0) {
+    // An existing path is resolved ("." or "a/.." get their real parent; a
+    // symlink stays, the directory it points to is what gets written).
     char* real = ::realpath(dir.c_str(), nullptr);
     if (real == nullptr) {
-      return ErrnoStatus(errno, "is a symlink that does not lead to a directory", user_dir);
+      return ErrnoStatus(errno, S_ISLNK(st.st_mode) ? "is a symlink that leads nowhere"
+                                                    : "cannot resolve",
+                         user_dir);
     }
     dir = real;
     std::free(real);
   }
   p.target = dir;
+  p.parent = DirName(dir);
+  // What killed runs left goes first: their files are not the user's.
+  RemoveStale(p);
   if (::stat(dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) {
       return absl::FailedPreconditionError(
@@ -437,7 +445,6 @@ absl::StatusOr<DirectoryPlan> PlanDirectory(const std::string& user_dir,
   } else if (errno != ENOENT) {
     return ErrnoStatus(errno, "cannot examine", user_dir);
   }
-  p.parent = DirName(dir);
   if (::stat(p.parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::NotFoundError(
         absl::StrCat(user_dir, ": parent directory ", p.parent, " does not exist"));
@@ -497,7 +504,6 @@ absl::Status CheckOutputDirectory(const std::string& dir, const StagedDirectoryO
 absl::StatusOr<StagedDirectory> StagedDirectory::Create(const std::string& final_dir,
                                                         const StagedDirectoryOptions& options) {
   ASSIGN_OR_RETURN(DirectoryPlan p, PlanDirectory(final_dir, options));
-  RemoveStale(p);
   StagedDirectory s;
   s.final_dir_ = final_dir;
   s.target_dir_ = p.target;
