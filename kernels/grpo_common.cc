@@ -32,7 +32,19 @@ GrpoParams EmitGrpoParameters(XlaBuilder* b, const GrpoConfig& c, KernelMode mod
     p.lse = b->Parameter(n++, f32_bt, "lse");
     p.logp = b->Parameter(n++, f32_bt, "logp");
   }
+  p.chosen_ids = SanitizeChosenIds(b, p.chosen_ids, c.vocab);  // after every parameter
   return p;
+}
+
+XlaOp SanitizeChosenIds(XlaBuilder* b, XlaOp ids, int64_t vocab) {
+  const std::vector<int64_t>& dims = ids.shape().dimensions();
+  const Shape s32(PrimitiveType::kS32, dims);
+  auto splat = [&](int32_t v) { return b->BroadcastInDim(b->ConstantS32(v), dims, {}); };
+  XlaOp low = b->Compare(ids, splat(0), ComparisonDirection::kGe);
+  XlaOp high = b->Compare(ids, splat(static_cast<int32_t>(vocab)), ComparisonDirection::kLt);
+  // in range = low && high, written as select(low, high, false).
+  XlaOp in_range = b->Select(low, high, low);
+  return b->Select(in_range, ids, splat(-1));
 }
 
 PolicyTerms EmitPolicyTerms(XlaBuilder* b, const GrpoConfig& c, XlaOp logp, XlaOp old_logp,

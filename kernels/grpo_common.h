@@ -35,6 +35,16 @@ struct GrpoParams {
 GrpoParams EmitGrpoParameters(hlo::XlaBuilder* b, const GrpoConfig& config,
                               KernelMode mode);
 
+// chosen_ids outside [0, vocab): every kernel form (reference, tiled, fused
+// LM-head; unsharded, batch- or vocab-sharded) treats them alike. Such an id
+// picks no vocab entry: the token's chosen logit counts as 0, so its logp
+// is -lse (÷τ with temperature_mode=post_lse), and its gradient has no
+// one-hot term (dlogits = coef·(0 − softmax)). Entropy and lse are
+// unaffected. Emitted as: ids outside the range become -1, which no vocab
+// column, tile or shard offset ever matches; the reference's gather (which
+// would clamp) is overridden for them. `vocab` is the global vocabulary.
+hlo::XlaOp SanitizeChosenIds(hlo::XlaBuilder* b, hlo::XlaOp ids, int64_t vocab);
+
 // The module outputs; dlogits only for kBwd/kFwdBwd, the rest not for kBwd.
 struct GrpoOutputs {
   hlo::XlaOp loss;            // f32 []

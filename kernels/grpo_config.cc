@@ -65,6 +65,29 @@ absl::StatusOr<KernelMode> ParseKernelMode(absl::string_view name) {
       absl::StrCat("unknown kernel mode '", name, "' (expected fwd, bwd or fwd_bwd)"));
 }
 
+namespace {
+
+// A float parameter as the kernels use it: an f32 constant (also with bf16
+// logits, whose math runs in f32). It must survive the conversion: finite,
+// and a normal f32 unless it is exactly 0 (a value below f32's smallest
+// normal number turns into 0 or a denormal, e.g. temperature=1e-300 would
+// divide by 0 and make every output NaN).
+absl::Status CheckF32Parameter(const char* name, double v) {
+  if (!std::isfinite(v)) return Bad(absl::StrCat(name, " must be finite, got ", v));
+  if (std::fabs(v) > std::numeric_limits<float>::max()) {
+    return Bad(absl::StrCat(name, "=", v, " overflows f32, the type the kernels compute in "
+                            "(largest ", std::numeric_limits<float>::max(), ")"));
+  }
+  if (v != 0 && std::fabs(v) < std::numeric_limits<float>::min()) {
+    return Bad(absl::StrCat(name, "=", v, " is below the smallest normal f32 (",
+                            std::numeric_limits<float>::min(),
+                            "): the kernels compute in f32 and would see 0 or a denormal"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
   if (c.batch <= 0 || c.seq <= 0 || c.vocab <= 0) {
     return Bad(absl::StrCat("batch, seq and vocab must be > 0, got [", c.batch, ",", c.seq,
@@ -82,6 +105,19 @@ absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
       c.logits_type != hlo::PrimitiveType::kBF16) {
     return Bad(absl::StrCat("logits type must be f32 or bf16, got ",
                             hlo::PrimitiveTypeName(c.logits_type)));
+  }
+  for (auto [name, value] : {std::pair{"eps_low", c.eps_low}, {"eps_high", c.eps_high},
+                             {"temperature", c.temperature}, {"beta", c.beta},
+                             {"delta", c.delta.value_or(2.0)}}) {
+    RETURN_IF_ERROR(CheckF32Parameter(name, value));
+  }
+  // The range checks below hold for the f32 values the kernels use too.
+  if (static_cast<float>(c.eps_low) >= 1.0f) {
+    return Bad(absl::StrCat("eps_low must be in [0, 1), got ", c.eps_low,
+                            c.eps_low < 1 ? " (1 in f32)" : ""));
+  }
+  if (c.delta.has_value() && static_cast<float>(*c.delta) <= 1.0f && *c.delta > 1) {
+    return Bad(absl::StrCat("delta must be > 1 when set, got ", *c.delta, " (1 in f32)"));
   }
   if (!std::isfinite(c.eps_low) || c.eps_low < 0 || c.eps_low >= 1) {
     return Bad(absl::StrCat("eps_low must be in [0, 1), got ", c.eps_low));

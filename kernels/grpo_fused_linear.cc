@@ -73,6 +73,7 @@ FusedLinearParams EmitFusedLinearParameters(XlaBuilder* b, const GrpoConfig& c,
     g.lse = b->Parameter(n++, f32_bt, "lse");
     g.logp = b->Parameter(n++, f32_bt, "logp");
   }
+  g.chosen_ids = SanitizeChosenIds(b, g.chosen_ids, c.vocab);  // after every parameter
   return p;
 }
 

@@ -133,7 +133,11 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinearSharded(
 
   auto body = [&](ShardMapContext& ctx, absl::Span<const XlaOp> args) {
     XlaBuilder* b = ctx.builder();
-    const FusedLinearParams p = ParamsByName(param_names, args);
+    FusedLinearParams p = ParamsByName(param_names, args);
+    // Ids outside the global vocabulary pick nothing, on every shard.
+    if (p.grpo.chosen_ids.valid()) {
+      p.grpo.chosen_ids = SanitizeChosenIds(b, p.grpo.chosen_ids, c.vocab);
+    }
     FusedLinearOptions o;
     if (batch) {
       o.aggregation.batch_sum = [&ctx](XlaBuilder*, XlaOp x) { return ctx.Psum(x); };

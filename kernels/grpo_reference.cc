@@ -77,7 +77,12 @@ GrpoOutputs EmitGrpoReference(XlaBuilder* b, const GrpoConfig& c, KernelMode mod
   if (mode != KernelMode::kBwd) {
     LogSoftmax ls = EmitLogSoftmax(b, x);
     lse = ls.lse;
-    logp = EmitTakeAlongVocab(b, ls.log_probs, p.chosen_ids);
+    // A sanitised id of -1 (outside the vocabulary, SanitizeChosenIds) picks
+    // nothing: its chosen logit counts as 0, logp = 0 - lse.
+    const Shape s32_bt(PrimitiveType::kS32, bt);
+    XlaOp picked = b->Compare(p.chosen_ids, b->BroadcastInDim(b->ConstantS32(0), bt, {}),
+                              ComparisonDirection::kGe);
+    logp = b->Select(picked, EmitTakeAlongVocab(b, ls.log_probs, p.chosen_ids), hlo::Neg(ls.lse));
     if (post_lse && c.temperature != 1.0) logp = hlo::Div(logp, F32(b, c.temperature));
     if (mode == KernelMode::kFwdBwd) probs = hlo::Exp(ls.log_probs);
     // The entropy is of softmax(z/τ): the same distribution unless post_lse.

@@ -111,7 +111,9 @@ std::vector<XlaOp> EmitShardBody(ShardMapContext& ctx, const KernelSpec& spec,
                                  const std::vector<std::string>& param_names,
                                  absl::Span<const XlaOp> args) {
   XlaBuilder* b = ctx.builder();
-  const GrpoParams p = ParamsByName(param_names, args);
+  GrpoParams p = ParamsByName(param_names, args);
+  // Ids outside the global vocabulary pick nothing, on every shard.
+  if (p.chosen_ids.valid()) p.chosen_ids = SanitizeChosenIds(b, p.chosen_ids, spec.config.vocab);
   AggregationHooks hooks;
   TiledOptions tiled;
   if (kind == ShardKind::kBatch) {

@@ -17,6 +17,7 @@
 #include "hlo/ir/instruction.h"
 #include "tools/io/file_util.h"
 #include "tools/io/json_text.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/kernel_flags.h"
 #include "tools/io/random_inputs.h"
 
@@ -310,15 +311,26 @@ TEST_F(TempDirTest, StagedDirectoryPublishesAllOrNothing) {
   EXPECT_EQ(List(dir_), (std::vector<std::string>{"out"}));
   EXPECT_EQ(List(out), (std::vector<std::string>{"manifest.json", "x.npy"}));
 
-  // Into an existing directory: files are moved in, the temp dir removed.
-  auto again = StagedDirectory::Create(out);
-  ASSERT_TRUE(again.ok());
+  // A non-empty directory is refused unless it is a previous output and
+  // overwrite is asked for; then it is replaced as a whole.
+  EXPECT_EQ(StagedDirectory::Create(out).status().code(), absl::StatusCode::kFailedPrecondition);
+  {
+    // "{}" is no tpuoff manifest: not a previous output.
+    auto not_ours = StagedDirectory::Create(out, {.overwrite = true});
+    EXPECT_EQ(not_ours.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  ASSERT_TRUE(WriteFileAtomically(out + "/manifest.json",
+                                  R"({"outputs": [{"name": "x", "file": "x.npy"}]})")
+                  .ok());
+  auto again = StagedDirectory::Create(out, {.overwrite = true});
+  ASSERT_TRUE(again.ok()) << again.status();
   ASSERT_TRUE(again->WriteFile("y.npy", "3").ok());
   ASSERT_TRUE(again->Commit().ok());
   EXPECT_EQ(List(dir_), (std::vector<std::string>{"out"}));
+  EXPECT_EQ(List(out), (std::vector<std::string>{"y.npy"}));
   EXPECT_EQ(*ReadFile(out + "/y.npy"), "3");
 
-  EXPECT_EQ(StagedDirectory::Create(out + "/x.npy").status().code(),
+  EXPECT_EQ(StagedDirectory::Create(out + "/y.npy").status().code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(StagedDirectory::Create(dir_ + "/a/b").status().code(),
             absl::StatusCode::kNotFound);

@@ -1,6 +1,7 @@
 // SPMD runs on 2, 4 and 8 simulated devices through the in-process
 // collective backend: values, bit-reproducibility, and failures that end in
 // an error instead of a hang.
+#include <chrono>
 #include <thread>
 
 #include "hlo/ir/float16.h"
@@ -89,8 +90,10 @@ TEST_P(CollectivesTest, AllCollectivesMatchHandFormulas) {
 
 INSTANTIATE_TEST_SUITE_P(Mesh, CollectivesTest, ::testing::Values(2, 4, 8));
 
-TEST(Collectives, MismatchedParticipationTimesOutNamingWaitingDevices) {
-  // Only device 0 reaches the all-reduce; the others skip it.
+TEST(Collectives, MismatchedParticipationFailsAtOnceNamingWaitingDevices) {
+  // Only device 0 reaches the all-reduce; device 1 skips it and finishes,
+  // so nothing can complete the collective: it fails without waiting for
+  // the timeout (30 s here).
   auto m = Parse(R"(HloModule mismatch, num_partitions=2
     add_f32 { af0 = f32[] parameter(0)  af1 = f32[] parameter(1)  ROOT afr = f32[] add(af0, af1) }
     yes { ya = f32[2] parameter(0) ROOT yr = f32[2] all-reduce(ya), channel_id=1, replica_groups={{0,1}}, to_apply=add_f32 }
@@ -99,13 +102,55 @@ TEST(Collectives, MismatchedParticipationTimesOutNamingWaitingDevices) {
       p = pred[] compare(pid, zero), direction=EQ
       ROOT c = f32[2] conditional(p, x, x), true_computation=yes, false_computation=no })");
   ASSERT_NE(m, nullptr);
-  InProcessCollectives backend(2, {.timeout_seconds = 0.3});
   std::vector<std::vector<Literal>> args = {{F32({2}, {1, 2})}, {F32({2}, {3, 4})}};
-  auto r = RunSpmd(*m, args, {}, &backend);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
-  const std::string msg(r.status().message());
-  EXPECT_NE(msg.find("devices {0} are waiting for devices {1}"), std::string::npos) << msg;
+  for (int threads : {1, 2}) {
+    InProcessCollectives backend(2, {.timeout_seconds = 30});
+    RunOptions opts;
+    opts.num_threads = threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = RunSpmd(*m, args, opts, &backend);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    const std::string msg(r.status().message());
+    EXPECT_NE(msg.find("collective %yr"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("devices {0} are waiting for devices {1}"), std::string::npos) << msg;
+    // Far from the 30 s timeout (a generous bound, not a timing test).
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  }
+}
+
+TEST(Collectives, DeviceStillRunningTimesOutTheWaitingOnes) {
+  // Device 0 waits at the all-reduce while device 1 spins in a loop that
+  // would run for hours: the collective timeout fails the run, naming the
+  // waiting and the missing device, and device 1 stops at its next step.
+  auto m = Parse(R"(HloModule busy, num_partitions=2
+    add_f32 { af0 = f32[] parameter(0)  af1 = f32[] parameter(1)  ROOT afr = f32[] add(af0, af1) }
+    cond { c = s64[] parameter(0) lim = s64[] constant(100000000000) ROOT lt = pred[] compare(c, lim), direction=LT }
+    body { b = s64[] parameter(0) one = s64[] constant(1) ROOT n = s64[] add(b, one) }
+    quick { q = s64[] parameter(0) ROOT qr = s64[] copy(q) }
+    spin { s = s64[] parameter(0) ROOT w = s64[] while(s), condition=cond, body=body }
+    ENTRY e { x = f32[2] parameter(0) pid = u32[] partition-id() zero = u32[] constant(0)
+      p = pred[] compare(pid, zero), direction=EQ
+      z = s64[] constant(0)
+      spun = s64[] conditional(p, z, z), true_computation=quick, false_computation=spin
+      cv = f32[] convert(spun)
+      bc = f32[2] broadcast(cv), dimensions={}
+      y = f32[2] add(x, bc)
+      ROOT r = f32[2] all-reduce(y), channel_id=1, replica_groups={{0,1}}, to_apply=add_f32 })");
+  ASSERT_NE(m, nullptr);
+  std::vector<std::vector<Literal>> args = {{F32({2}, {1, 2})}, {F32({2}, {3, 4})}};
+  for (int threads : {1, 2}) {
+    RunOptions opts;
+    opts.num_threads = threads;
+    opts.collective_timeout_seconds = 0.3;
+    auto r = RunSpmd(*m, args, opts);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+    const std::string msg(r.status().message());
+    EXPECT_NE(msg.find("collective %r"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("did not complete in 0.3s"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("devices {0} are waiting for devices {1}"), std::string::npos) << msg;
+  }
 }
 
 TEST(Collectives, FailedDeviceAbortsTheOthers) {

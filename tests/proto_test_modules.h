@@ -224,10 +224,9 @@ inline ModuleOr CollectivesModule() {
     a->use_global_device_ids = false;
     a->constrain_layout = true;
   }
-  auto module = b.Build(
-      b.Tuple({ar, ag, rs, cp, a2a, ar_all, b.PartitionId(), b.ReplicaId()}));
-  if (module.ok()) (*module)->set_num_partitions(8);
-  return module;
+  // The device count before Build: the verifier checks the groups against it.
+  b.module()->set_num_partitions(8);
+  return b.Build(b.Tuple({ar, ag, rs, cp, a2a, ar_all, b.PartitionId(), b.ReplicaId()}));
 }
 
 // Every constant element type, and a column-major constant.

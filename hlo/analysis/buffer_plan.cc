@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -82,16 +83,6 @@ class Planner {
     }
   }
 
-  bool UsersInGroup(const HloInstruction* x, const Group& g) const {
-    if (x == c_->root()) return false;
-    for (const HloInstruction* u : x->users()) {
-      if (!reachable_.contains(u)) continue;
-      if (!g.Computes(u)) return false;
-      if (g.IsSpecialRoot(u) && !ReadsThroughLoop(u, x)) return false;
-    }
-    return true;
-  }
-
   // Whether special root `u` (reduce / update) consumes `x` inside the loop:
   // as the reduced input or the update, not as init / base / start index.
   static bool ReadsThroughLoop(const HloInstruction* u, const HloInstruction* x) {
@@ -103,8 +94,15 @@ class Planner {
   }
 
   // Every reachable user can fuse `x` (a precondition for duplicating it
-  // into several groups instead of materialising it).
-  bool AllUsersFusible(const HloInstruction* x) const {
+  // into several groups instead of materialising it). Memoised: an operand
+  // shared by many groups is asked once per group.
+  bool AllUsersFusible(const HloInstruction* x) {
+    auto [it, inserted] = all_users_fusible_.try_emplace(x, false);
+    if (inserted) it->second = ComputeAllUsersFusible(x);
+    return it->second;
+  }
+
+  bool ComputeAllUsersFusible(const HloInstruction* x) const {
     if (x == c_->root()) return false;
     for (const HloInstruction* u : x->users()) {
       if (!reachable_.contains(u)) continue;
@@ -150,45 +148,92 @@ class Planner {
   // all its users are in the group, or when it is cheap to recompute
   // (IsDuplicableInLoop) and every user can fuse it: then each consumer
   // group evaluates its own copy and it is never materialised.
+  //
+  // Worklist form, linear in the group's edges: every instruction joining
+  // the group examines its operands once; an operand whose users are not
+  // all in yet is examined again when the last of them joins (the counts
+  // in `in_group_users`). Whether an operand may join through a given
+  // member depends only on the pair, and "all users in the group" only
+  // grows, so the result is the same fixpoint as repeating full passes.
   void Absorb(int gid, const std::vector<int64_t>& dims) {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      const Group& g = groups_[gid];
-      std::vector<const HloInstruction*> current(g.members.begin(), g.members.end());
-      for (const HloInstruction* r : g.roots) {
-        if (g.IsSpecialRoot(r)) current.push_back(r);
+    std::vector<const HloInstruction*> work;
+    // Distinct users of an operand that the group computes and that read
+    // it inside the loop (all of them: it may join).
+    absl::flat_hash_map<const HloInstruction*, int64_t> in_group_users;
+    // Operands some member may fuse (the pair's shape/mapping rules hold).
+    absl::flat_hash_set<const HloInstruction*> pair_ok;
+
+    auto try_join = [&](const HloInstruction* op) {
+      const Group& cur = groups_[gid];
+      if (cur.members.contains(op) || !pair_ok.contains(op)) return;
+      const bool elsewhere = computed_by_.contains(op);
+      const bool exclusive = !elsewhere && op != c_->root() &&
+                             in_group_users[op] == ReachableUserCount(op);
+      const bool duplicate = IsDuplicableInLoop(*op) && AllUsersFusible(op);
+      if (!exclusive && !duplicate) return;
+      AddToGroup(gid, op);
+      work.push_back(op);
+    };
+    // `m` is computed by the group: count it as a user of its operands.
+    auto count_user = [&](const HloInstruction* m) {
+      const bool special = groups_[gid].IsSpecialRoot(m);
+      for (int64_t i = 0; i < m->operand_count(); ++i) {
+        const HloInstruction* op = m->operand(i);
+        bool first = true;  // count each distinct operand once
+        for (int64_t j = 0; j < i; ++j) first &= m->operand(j) != op;
+        if (!first || (special && !ReadsThroughLoop(m, op))) continue;
+        ++in_group_users[op];
+        try_join(op);
       }
-      for (const HloInstruction* m : current) {
-        int64_t first = 0, last = m->operand_count();
-        if (groups_[gid].IsSpecialRoot(m)) {
-          first = m->opcode() == HloOpcode::kDynamicUpdateSlice ? 1 : 0;
-          last = first + 1;
-        }
-        for (int64_t i = first; i < last; ++i) {
-          const HloInstruction* op = m->operand(i);
-          const Group& cur = groups_[gid];
-          if (cur.members.contains(op) || root_group_.contains(op) || !IsLoopFusible(*op)) {
-            continue;
-          }
-          const bool elsewhere = computed_by_.contains(op);
-          const bool exclusive = !elsewhere && UsersInGroup(op, cur);
-          const bool duplicate = IsDuplicableInLoop(*op) && AllUsersFusible(op);
-          if (!exclusive && !duplicate) continue;
-          const bool is_const = op->opcode() == HloOpcode::kConstant;
-          if (!cur.IsSpecialRoot(m)) {
-            if (IsIndexMappingOp(m->opcode())) {
-              if (!is_const) continue;  // mapped operands are read directly
-            } else if (op->shape().dimensions() != dims &&
-                       !(is_const && op->shape().rank() == 0)) {
-              continue;
-            }
-          }
-          AddToGroup(gid, op);
-          changed = true;
-        }
+    };
+    {
+      const Group& g = groups_[gid];
+      for (const HloInstruction* m : g.members) work.push_back(m);
+      for (const HloInstruction* r : g.roots) {
+        if (g.IsSpecialRoot(r)) work.push_back(r);
       }
     }
+    // Instructions whose operands were counted (each once).
+    absl::flat_hash_set<const HloInstruction*> counted;
+    while (!work.empty()) {
+      const HloInstruction* m = work.back();
+      work.pop_back();
+      if (!counted.insert(m).second) continue;
+      count_user(m);
+      const Group& cur = groups_[gid];
+      int64_t first = 0, last = m->operand_count();
+      if (cur.IsSpecialRoot(m)) {
+        first = m->opcode() == HloOpcode::kDynamicUpdateSlice ? 1 : 0;
+        last = first + 1;
+      }
+      for (int64_t i = first; i < last; ++i) {
+        const HloInstruction* op = m->operand(i);
+        if (groups_[gid].members.contains(op) || root_group_.contains(op) ||
+            !IsLoopFusible(*op)) {
+          continue;
+        }
+        const bool is_const = op->opcode() == HloOpcode::kConstant;
+        if (!groups_[gid].IsSpecialRoot(m)) {
+          if (IsIndexMappingOp(m->opcode())) {
+            if (!is_const) continue;  // mapped operands are read directly
+          } else if (op->shape().dimensions() != dims &&
+                     !(is_const && op->shape().rank() == 0)) {
+            continue;
+          }
+        }
+        pair_ok.insert(op);
+        try_join(op);
+      }
+    }
+  }
+
+  // Distinct reachable users of `x` (memoised).
+  int64_t ReachableUserCount(const HloInstruction* x) {
+    auto [it, inserted] = reachable_users_.try_emplace(x, 0);
+    if (inserted) {
+      for (const HloInstruction* u : x->users()) it->second += reachable_.contains(u);
+    }
+    return it->second;
   }
 
   int NewGroup(const HloInstruction* x, LoopGroupKind kind) {
@@ -205,37 +250,71 @@ class Planner {
 
   // Streaming reduces positioned before `x` over the same input dimensions
   // and reduce dimensions, still unplanned, whose users all come after `x`:
-  // they can be computed in x's pass (multi-output fusion).
+  // they can be computed in x's pass (multi-output fusion). The candidates
+  // are kept per (input dims, reduce dims) in `siblings_`, so this costs the
+  // reduces it takes, not a scan of everything before x.
   void AddSiblingReduces(int gid) {
     const HloInstruction* x = groups_[gid].root;
-    std::vector<int64_t> dims = x->dimensions();
-    std::sort(dims.begin(), dims.end());
-    const int pos = position_.at(x);
-    for (int i = pos - 1; i >= 0; --i) {
-      const HloInstruction* r = order_[i];
-      if (!IsStreamingReduce(*r) || root_group_.contains(r) || computed_by_.contains(r) ||
-          r == c_->root() ||
-          r->operand(0)->shape().dimensions() != x->operand(0)->shape().dimensions()) {
-        continue;
-      }
-      std::vector<int64_t> rd = r->dimensions();
-      std::sort(rd.begin(), rd.end());
-      if (rd != dims) continue;
-      bool users_after = true;
-      for (const HloInstruction* u : r->users()) {
-        if (reachable_.contains(u) && position_.at(u) <= pos) users_after = false;
-      }
-      if (!users_after) continue;
-      Group& g = groups_[gid];
-      g.roots.insert(g.roots.begin(), r);
+    auto key = sibling_key_.find(x);
+    if (key == sibling_key_.end()) return;
+    std::set<int>& candidates = siblings_[key->second];
+    std::vector<int> taken(candidates.begin(), candidates.end());  // ascending
+    candidates.clear();
+    Group& g = groups_[gid];
+    std::vector<const HloInstruction*> roots;
+    for (int pos : taken) {
+      const HloInstruction* r = order_[pos];
+      roots.push_back(r);
       root_group_[r] = gid;
       computed_by_[r].push_back(gid);
     }
+    roots.insert(roots.end(), g.roots.begin(), g.roots.end());
+    g.roots = std::move(roots);
+  }
+
+  // Indexes the streaming reduces for AddSiblingReduces: a reduce becomes a
+  // candidate once the walk (backwards) has passed its first user, and stops
+  // being one when the walk reaches it.
+  void IndexSiblingReduces() {
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, int> keys;
+    for (const HloInstruction* r : order_) {
+      if (!IsStreamingReduce(*r) || r == c_->root()) continue;
+      std::vector<int64_t> rd = r->dimensions();
+      std::sort(rd.begin(), rd.end());
+      auto [it, inserted] = keys.try_emplace(
+          {r->operand(0)->shape().dimensions(), std::move(rd)}, static_cast<int>(keys.size()));
+      sibling_key_[r] = it->second;
+      int first_user = static_cast<int>(order_.size());
+      for (const HloInstruction* u : r->users()) {
+        if (reachable_.contains(u)) first_user = std::min(first_user, position_.at(u));
+      }
+      sibling_events_.push_back({first_user, r});
+    }
+    siblings_.resize(keys.size());
+    std::sort(sibling_events_.begin(), sibling_events_.end(),
+              [&](const auto& a, const auto& b) {
+                return a.first != b.first ? a.first > b.first
+                                          : position_.at(a.second) > position_.at(b.second);
+              });
+  }
+
+  // Before planning the instruction at `pos` (walking backwards).
+  void UpdateSiblingCandidates(int pos) {
+    while (next_sibling_event_ < sibling_events_.size() &&
+           sibling_events_[next_sibling_event_].first > pos) {
+      const HloInstruction* r = sibling_events_[next_sibling_event_++].second;
+      const int at = position_.at(r);
+      if (at < pos) siblings_[sibling_key_.at(r)].insert(at);
+    }
+    auto key = sibling_key_.find(order_[pos]);
+    if (key != sibling_key_.end()) siblings_[key->second].erase(pos);
   }
 
   void FormGroups() {
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      const HloInstruction* x = *it;
+    if (options_.enable_fusion) IndexSiblingReduces();
+    for (int pos = static_cast<int>(order_.size()) - 1; pos >= 0; --pos) {
+      const HloInstruction* x = order_[pos];
+      if (options_.enable_fusion) UpdateSiblingCandidates(pos);
       if (x->opcode() == HloOpcode::kParameter || root_group_.contains(x)) continue;
       if (computed_by_.contains(x) && !NeedsOwnValue(x)) continue;
       std::vector<int64_t> dims;
@@ -328,10 +407,21 @@ class Planner {
     return it == last_read_.end() ? -1 : it->second;
   }
 
+  // The last read of any value aliasing buffer `b` (kept up to date by
+  // AddAlias, so a buffer many values alias is not rescanned per step).
   int BufferLastRead(int b) const {
-    int lr = -1;
-    for (const HloInstruction* v : alias_values_[b]) lr = std::max(lr, LastRead(v));
-    return lr;
+    const BufferReads& r = buffer_reads_[b];
+    return r.by_root ? kRootRead : r.last;
+  }
+
+  void AddAlias(int b, const HloInstruction* v) {
+    BufferReads& r = buffer_reads_[b];
+    r.live = true;
+    if (v == c_->root()) {
+      r.by_root = true;
+    } else {
+      r.last = std::max(r.last, LastRead(v));
+    }
   }
 
   bool DiesAt(int b, int s) const {
@@ -348,7 +438,7 @@ class Planner {
     b.defined_by = def;
     b.first_use_step = step;
     p_->buffers.push_back(std::move(b));
-    alias_values_.emplace_back();
+    buffer_reads_.emplace_back();
     return p_->buffers.back().id;
   }
 
@@ -377,7 +467,7 @@ class Planner {
         }
         int b = NewBuffer(param, leaf, BufferKind::kArgument, -1);
         p_->buffers[b].owned = mode_ == ParamMode::kDonated;
-        alias_values_[b].push_back(param);
+        AddAlias(b, param);
         ids.push_back(b);
       }
       p_->leaves[param] = ids;
@@ -388,7 +478,7 @@ class Planner {
       const HloInstruction* x = step.instr;
       ASSIGN_OR_RETURN(std::vector<int> ids, AssignStep(s, step, x));
       for (int b : ids) {
-        if (b != kNoBuffer) alias_values_[b].push_back(x);
+        if (b != kNoBuffer) AddAlias(b, x);
       }
       p_->leaves[x] = std::move(ids);
     }
@@ -440,7 +530,7 @@ class Planner {
         if (r == x) continue;
         std::vector<int> ids = NewLeaves(r, s, false);
         for (int b : ids) {
-          if (b != kNoBuffer) alias_values_[b].push_back(r);
+          if (b != kNoBuffer) AddAlias(b, r);
         }
         p_->leaves[r] = std::move(ids);
       }
@@ -599,10 +689,12 @@ class Planner {
       const ComputationPlan& body = *plan_callee_(step.instr->while_body(),
                                                   ParamMode::kDonated).value();
       const std::vector<int>& in = p_->leaves.at(step.instr->operand(0));
+      absl::flat_hash_map<int, int> uses;  // how many state leaves share a buffer
+      for (int b : in) ++uses[b];
       for (size_t i = 0; i < in.size(); ++i) {
         if (in[i] == kNoBuffer || body.passthrough[i]) continue;
         const int b = in[i];
-        const bool unique = std::count(in.begin(), in.end(), b) == 1;
+        const bool unique = uses[b] == 1;
         const PlannedBuffer& pb = p_->buffers[b];
         if (unique && pb.owned && pb.last_use_step == s) {
           step.moves.push_back(b);
@@ -626,7 +718,7 @@ class Planner {
 
   // Whether a temp id is actually bound to a value (while pass-through
   // leaves get a placeholder id that is never allocated).
-  bool IsLive(int b) const { return !alias_values_[b].empty(); }
+  bool IsLive(int b) const { return buffer_reads_[b].live; }
 
   const HloComputation* c_;
   ParamMode mode_;
@@ -650,7 +742,22 @@ class Planner {
   absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>>
       identity_inputs_;
   absl::flat_hash_map<const HloInstruction*, int> last_read_;
-  std::vector<std::vector<const HloInstruction*>> alias_values_;
+  absl::flat_hash_map<const HloInstruction*, bool> all_users_fusible_;
+  // AddSiblingReduces: key of each streaming reduce, the candidates per key
+  // (positions), and (first user position, reduce) by decreasing position.
+  absl::flat_hash_map<const HloInstruction*, int> sibling_key_;
+  std::vector<std::set<int>> siblings_;
+  std::vector<std::pair<int, const HloInstruction*>> sibling_events_;
+  size_t next_sibling_event_ = 0;
+  absl::flat_hash_map<const HloInstruction*, int64_t> reachable_users_;
+  // Per buffer: the last step reading a value that aliases it, whether the
+  // root is one of them, and whether any value is bound to it at all.
+  struct BufferReads {
+    int last = -1;
+    bool by_root = false;
+    bool live = false;
+  };
+  std::vector<BufferReads> buffer_reads_;
   int kRootRead = 1 << 30;  // root's value is read after the last step
 };
 
@@ -725,38 +832,96 @@ absl::StatusOr<std::unique_ptr<BufferPlan>> BufferPlan::Build(
   return plan;
 }
 
+namespace {
+
+using PlanKey = std::pair<const HloComputation*, ParamMode>;
+
+// The (callee, mode) pairs a computation's plan needs planned first: while
+// bodies are donated their state, every other callee borrows it. Scalar
+// reducers (to_apply of reduce and collectives) are not programs.
+std::vector<PlanKey> PlannedCallees(const HloComputation* c) {
+  std::vector<PlanKey> out;
+  for (const HloInstruction* x : c->ReachablePostOrder()) {
+    switch (x->opcode()) {
+      case HloOpcode::kWhile:
+        out.push_back({x->while_body(), ParamMode::kDonated});
+        out.push_back({x->while_condition(), ParamMode::kBorrowed});
+        break;
+      case HloOpcode::kCall:
+      case HloOpcode::kConditional:
+      case HloOpcode::kFusion:
+        for (const HloComputation* callee : x->called_computations()) {
+          out.push_back({callee, ParamMode::kBorrowed});
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Plans callees before callers with an explicit stack (a depth-first walk
+// of the call graph), so call chains of any depth plan without recursion.
 absl::StatusOr<const ComputationPlan*> BufferPlan::Plan(const HloComputation* c,
                                                         ParamMode mode) {
-  auto key = std::make_pair(c, mode);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) {
-    if (it->second == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("computation ", c->name(), " calls itself"));
+  struct Pending {
+    PlanKey key;
+    std::vector<PlanKey> callees;
+    size_t next = 0;
+  };
+  std::vector<Pending> stack;
+  std::set<PlanKey> in_progress;
+  auto visit = [&](const PlanKey& key) -> absl::Status {
+    if (key.first == nullptr) {
+      return absl::InvalidArgumentError("an instruction calls a missing computation");
     }
-    return it->second.get();
+    if (plans_.count(key) > 0) return absl::OkStatus();
+    if (!in_progress.insert(key).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("computation ", key.first->name(), " calls itself"));
+    }
+    stack.push_back({key, PlannedCallees(key.first)});
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(visit({c, mode}));
+  while (!stack.empty()) {
+    Pending& top = stack.back();
+    if (top.next < top.callees.size()) {
+      const PlanKey callee = top.callees[top.next++];
+      RETURN_IF_ERROR(visit(callee));  // may reallocate `stack`
+      continue;
+    }
+    const PlanKey key = top.key;
+    auto plan = std::make_unique<ComputationPlan>();
+    const HloComputation* comp = key.first;
+    const bool is_entry = comp->parent() != nullptr && comp->parent()->entry() == comp;
+    // Every callee is planned by now: the planner only looks them up.
+    Planner planner(comp, key.second, is_entry, options_,
+                    [this](const HloComputation* callee,
+                           ParamMode m) -> absl::StatusOr<const ComputationPlan*> {
+                      auto it = plans_.find({callee, m});
+                      if (it == plans_.end()) {
+                        return absl::InternalError(absl::StrCat(
+                            "computation ", callee->name(), " was not planned before its caller"));
+                      }
+                      return it->second.get();
+                    },
+                    plan.get());
+    RETURN_IF_ERROR(planner.Run());
+    plans_[key] = std::move(plan);
+    in_progress.erase(key);
+    stack.pop_back();
   }
-  plans_[key] = nullptr;  // marks "in progress" against recursion
-  auto plan = std::make_unique<ComputationPlan>();
-  const bool is_entry = c->parent() != nullptr && c->parent()->entry() == c;
-  Planner planner(c, mode, is_entry, options_,
-                  [this](const HloComputation* callee, ParamMode m) {
-                    return Plan(callee, m);
-                  },
-                  plan.get());
-  if (absl::Status s = planner.Run(); !s.ok()) {
-    plans_.erase(key);
-    return s;
-  }
-  const ComputationPlan* result = plan.get();
-  plans_[key] = std::move(plan);
-  return result;
+  return plans_.at({c, mode}).get();
 }
 
 const ComputationPlan& BufferPlan::Get(const HloComputation* c,
                                        ParamMode mode) const {
   auto it = plans_.find({c, mode});
-  if (it == plans_.end() || it->second == nullptr) {  // programmer error
+  if (it == plans_.end()) {  // programmer error
     std::fprintf(stderr, "BufferPlan::Get: computation %s was not planned\n",
                  c->name().c_str());
     std::abort();
@@ -766,9 +931,7 @@ const ComputationPlan& BufferPlan::Get(const HloComputation* c,
 
 std::vector<const ComputationPlan*> BufferPlan::all() const {
   std::vector<const ComputationPlan*> out;
-  for (const auto& [key, plan] : plans_) {
-    if (plan != nullptr) out.push_back(plan.get());
-  }
+  for (const auto& [key, plan] : plans_) out.push_back(plan.get());
   return out;
 }
 

@@ -41,9 +41,15 @@ struct HeapPlacement {
 // Global decreasing-size best fit (XLA's default heap): buffers are placed
 // largest first (ties: longer-lived, then earlier, then lower index), each
 // in the smallest gap left by already placed buffers whose intervals
-// overlap it, or above them when no gap fits. O(n^2) in the worst case;
-// fine for the buffer counts of a module (thousands).
+// overlap it, or above them when no gap fits. O((n + P) log n) for P
+// overlapping pairs (CountOverlappingPairs): a long program whose buffers
+// live briefly places in near-linear time; one where everything is live at
+// once is quadratic, so callers bound P first.
 HeapPlacement BestFitPlacement(absl::Span<const LiveInterval> intervals);
+
+// The number of pairs of (non-empty) intervals that overlap, in
+// O(n log n): the work BestFitPlacement does beyond sorting.
+int64_t CountOverlappingPairs(absl::Span<const LiveInterval> intervals);
 
 }  // namespace tpuoff::hlo
 

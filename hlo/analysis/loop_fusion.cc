@@ -20,27 +20,38 @@ class ReadCollector {
         identity_strides_(loop_shape.rank() ? loop_shape.Strides()
                                             : std::vector<int64_t>{}) {}
 
-  void Visit(const HloInstruction* x) {
-    if (!visited_.insert(x).second) return;
-    const bool member = members_.contains(x);
-    if (!member || x->opcode() == HloOpcode::kConstant) {
-      // A constant member is read from its literal, not from a buffer.
-      if (member && x->has_literal()) return;
-      // Direct loads read at the iteration index (or splat a scalar).
-      AddLoad(x, /*identity=*/x->shape().dimensions() == loop_dims_);
-      return;
-    }
-    if (IsIndexMappingOp(x->opcode())) {
-      const HloInstruction* src = x->operand(0);
-      if (x->opcode() == HloOpcode::kDynamicSlice) {
-        for (int64_t i = 1; i < x->operand_count(); ++i) VisitScalar(x->operand(i));
+  // Depth-first from `top`, operands in order (an explicit stack, so fused
+  // chains of any length are walked without recursion): the order of the
+  // loads is the order in which the walk first reaches them.
+  void Visit(const HloInstruction* top) {
+    std::vector<const HloInstruction*> stack = {top};
+    while (!stack.empty()) {
+      const HloInstruction* x = stack.back();
+      stack.pop_back();
+      if (!visited_.insert(x).second) continue;
+      const bool member = members_.contains(x);
+      if (!member || x->opcode() == HloOpcode::kConstant) {
+        // A constant member is read from its literal, not from a buffer.
+        if (member && x->has_literal()) continue;
+        // Direct loads read at the iteration index (or splat a scalar).
+        AddLoad(x, /*identity=*/x->shape().dimensions() == loop_dims_);
+        continue;
       }
-      if (members_.contains(src) && src->has_literal()) return;
-      AddLoad(src, MappingIsIdentity(x));
-      return;
+      if (IsIndexMappingOp(x->opcode())) {
+        const HloInstruction* src = x->operand(0);
+        if (x->opcode() == HloOpcode::kDynamicSlice) {
+          for (int64_t i = 1; i < x->operand_count(); ++i) VisitScalar(x->operand(i));
+        }
+        if (members_.contains(src) && src->has_literal()) continue;
+        AddLoad(src, MappingIsIdentity(x));
+        continue;
+      }
+      if (x->opcode() == HloOpcode::kIota) continue;
+      // Pushed last-first so operand 0 is walked first.
+      for (int64_t i = std::min<int64_t>(x->operand_count(), 3) - 1; i >= 0; --i) {
+        if (!visited_.contains(x->operand(i))) stack.push_back(x->operand(i));
+      }
     }
-    if (x->opcode() == HloOpcode::kIota) return;
-    for (int64_t i = 0; i < x->operand_count() && i < 3; ++i) Visit(x->operand(i));
   }
 
   // A scalar read once per loop (dynamic-slice starts): from its literal

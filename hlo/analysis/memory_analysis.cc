@@ -16,6 +16,8 @@ namespace {
 
 constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
 constexpr int kNone = -1;  // no allocation (token leaves, moved buffers)
+// Most overlapping buffer pairs a best-fit placement is computed for.
+constexpr int64_t kMaxPlacementPairs = int64_t{1} << 25;
 
 // A step of one activation of a computation; chained to its caller's step.
 struct Site {
@@ -128,73 +130,236 @@ class Replayer {
     return out;
   }
 
+  // One running computation of the replay. Callees run as activations
+  // pushed on an explicit stack (never by recursion, so call chains of any
+  // depth replay); `op` holds the progress of the step waiting for them.
+  struct OpProgress {
+    int phase = 0;   // while: 0 condition, 1 body, 2 last condition
+    int branch = 0;  // conditional: branch being probed / run
+    int best = 0;
+    int64_t best_peak = -1;
+    bool probing = false;
+    std::vector<int> state;  // while state leaves
+    // Conditional probes roll back to these marks.
+    size_t mark_buffers = 0, mark_sites = 0, mark_freed = 0;
+    int64_t mark_now = 0, mark_live = 0, mark_peak = 0;
+  };
+  struct Activation {
+    const ComputationPlan* plan = nullptr;
+    std::vector<int> slots;
+    int parent = -1;  // caller's site
+    int first_site = -1;
+    int step = 0;     // step being run
+    int site = -1;    // its site
+    OpProgress op;
+  };
+
+  // Replays `p` called with `args` from site `parent`; its result leaves.
   absl::StatusOr<std::vector<int>> Run(const ComputationPlan& p,
                                        const std::vector<int>& args, int parent) {
-    std::vector<int> slots(p.buffers.size(), kNone);
-    size_t a = 0;
+    std::vector<Activation> stack;
+    Enter(&stack, p, args, parent);
+    std::vector<int> result;
+    bool returned = false;  // `result` holds the outputs of a finished callee
+    while (true) {
+      if (++work_ > kMaxReplayWork) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "memory analysis: replaying the program takes more than ", kMaxReplayWork,
+            " steps (computations called from very many sites, or deeply nested "
+            "conditionals)"));
+      }
+      const size_t depth = stack.size();
+      if (returned) {
+        returned = false;
+        ASSIGN_OR_RETURN(bool done, Resume(&stack, std::move(result)));
+        if (done) FinishStep(stack.back());
+        continue;
+      }
+      Activation& a = stack.back();
+      if (a.step == a.plan->num_steps()) {
+        for (int id : a.plan->output_leaves) {
+          result.push_back(id == kNoBuffer ? kNone : a.slots[id]);
+        }
+        stack.pop_back();
+        if (stack.empty()) return result;
+        returned = true;
+        continue;
+      }
+      const Step& step = a.plan->steps[a.step];
+      a.site = a.step == 0 ? a.first_site : NewSite(a.parent, *a.plan, a.step);
+      for (int id : step.allocs) {
+        const PlannedBuffer& pb = a.plan->buffers[id];
+        a.slots[id] = Alloc(pb.defined_by, a.plan->computation, pb.shape, pb.bytes, a.site);
+      }
+      a.op = OpProgress();
+      ASSIGN_OR_RETURN(bool done, step.kind == StepKind::kOp ? StartOp(&stack) : true);
+      if (done && stack.size() == depth) FinishStep(stack.back());
+    }
+  }
+
+  void Enter(std::vector<Activation>* stack, const ComputationPlan& p,
+             const std::vector<int>& args, int parent) {
+    Activation a;
+    a.plan = &p;
+    a.parent = parent;
+    a.slots.assign(p.buffers.size(), kNone);
+    size_t k = 0;
     for (const std::vector<int>& leaves : p.param_leaves) {
       for (int id : leaves) {
-        const int b = a < args.size() ? args[a] : kNone;
-        ++a;
-        if (id != kNoBuffer) slots[id] = b;
+        const int b = k < args.size() ? args[k] : kNone;
+        ++k;
+        if (id != kNoBuffer) a.slots[id] = b;
       }
     }
     // Arguments never read are freed on entry: attributed to step 0.
-    const int first_site = p.steps.empty() ? parent : NewSite(parent, p, 0);
+    a.first_site = p.steps.empty() ? parent : NewSite(parent, p, 0);
     for (int id : p.frees_on_entry) {
-      Free(slots[id], first_site);
-      slots[id] = kNone;
+      Free(a.slots[id], a.first_site);
+      a.slots[id] = kNone;
     }
-    for (int s = 0; s < p.num_steps(); ++s) {
-      const Step& step = p.steps[s];
-      const int site = s == 0 ? first_site : NewSite(parent, p, s);
-      for (int id : step.allocs) {
-        const PlannedBuffer& pb = p.buffers[id];
-        slots[id] = Alloc(pb.defined_by, p.computation, pb.shape, pb.bytes, site);
-      }
-      if (step.kind == StepKind::kOp) {
-        RETURN_IF_ERROR(RunOp(p, step, site, slots));
-      }
-      for (int id : step.frees) {
-        Free(slots[id], site);
-        slots[id] = kNone;
-      }
-    }
-    std::vector<int> out;
-    for (int id : p.output_leaves) out.push_back(id == kNoBuffer ? kNone : slots[id]);
-    return out;
+    stack->push_back(std::move(a));
   }
 
-  absl::Status RunOp(const ComputationPlan& p, const Step& step, int site,
-                     std::vector<int>& slots) {
-    const HloInstruction* x = step.instr;
+  void FinishStep(Activation& a) {
+    const Step& step = a.plan->steps[a.step];
+    for (int id : step.frees) {
+      Free(a.slots[id], a.site);
+      a.slots[id] = kNone;
+    }
+    ++a.step;
+  }
+
+  std::vector<int> Arguments(const Activation& a, const HloInstruction* x) const {
+    std::vector<int> args;
+    for (const HloInstruction* o : x->operands()) {
+      std::vector<int> l = LeavesOf(*a.plan, a.slots, o);
+      args.insert(args.end(), l.begin(), l.end());
+    }
+    return args;
+  }
+
+  // Starts the op of the top activation's step: true when it is done, false
+  // when it pushed a callee (Resume continues it).
+  absl::StatusOr<bool> StartOp(std::vector<Activation>* stack) {
+    Activation& a = stack->back();
+    const HloInstruction* x = a.plan->steps[a.step].instr;
     switch (x->opcode()) {
-      case HloOpcode::kWhile:
-        return RunWhile(p, step, site, slots);
+      case HloOpcode::kWhile: {
+        const Step& step = a.plan->steps[a.step];
+        a.op.state = LeavesOf(*a.plan, a.slots, x->operand(0));
+        for (int leaf : step.copy_leaves) {
+          const int src = a.op.state[leaf];
+          if (src == kNone) continue;
+          const Shape shape = buffers_[src].shape;
+          a.op.state[leaf] = Alloc(x, a.plan->computation, shape, buffers_[src].bytes, a.site);
+        }
+        for (int id : step.moves) a.slots[id] = kNone;  // the loop owns them now
+        const int site = a.site;
+        std::vector<int> state = a.op.state;
+        Enter(stack, plan_.Get(x->while_condition(), ParamMode::kBorrowed), state, site);
+        return false;
+      }
       case HloOpcode::kCall:
       case HloOpcode::kFusion: {
-        std::vector<int> args;
-        for (const HloInstruction* o : x->operands()) {
-          std::vector<int> l = LeavesOf(p, slots, o);
-          args.insert(args.end(), l.begin(), l.end());
+        const int site = a.site;
+        std::vector<int> args = Arguments(a, x);
+        Enter(stack, plan_.Get(x->called_computations()[0], ParamMode::kBorrowed), args, site);
+        return false;
+      }
+      case HloOpcode::kConditional:
+        a.op.probing = x->called_computations().size() > 1;
+        StartBranch(stack);
+        return false;
+      default:
+        return true;
+    }
+  }
+
+  // Pushes branch a.op.branch of the top activation's conditional, marking
+  // the replay first when it is a probe (rolled back afterwards).
+  void StartBranch(std::vector<Activation>* stack) {
+    Activation& a = stack->back();
+    const HloInstruction* x = a.plan->steps[a.step].instr;
+    OpProgress& op = a.op;
+    if (op.probing) {
+      op.mark_buffers = buffers_.size();
+      op.mark_sites = sites_.size();
+      op.mark_freed = freed_.size();
+      op.mark_now = now_;
+      op.mark_live = live_bytes_;
+      op.mark_peak = peak_since_mark_;
+      peak_since_mark_ = live_bytes_;
+    }
+    const int site = a.site;
+    std::vector<int> args = LeavesOf(*a.plan, a.slots, x->operand(op.branch + 1));
+    Enter(stack, plan_.Get(x->called_computations()[op.branch], ParamMode::kBorrowed), args,
+          site);
+  }
+
+  // A callee of the top activation's step returned `result`: true when the
+  // step is done, false when it pushed another callee.
+  absl::StatusOr<bool> Resume(std::vector<Activation>* stack, std::vector<int> result) {
+    Activation& a = stack->back();
+    const Step& step = a.plan->steps[a.step];
+    const HloInstruction* x = step.instr;
+    OpProgress& op = a.op;
+    switch (x->opcode()) {
+      case HloOpcode::kWhile: {
+        // condition, body, condition: every further iteration repeats the
+        // same allocations over state buffers of the same sizes.
+        const ComputationPlan& body = plan_.Get(x->while_body(), ParamMode::kDonated);
+        const int site = a.site;
+        if (op.phase == 1) {
+          op.state = std::move(result);
+          op.phase = 2;
+          std::vector<int> state = op.state;
+          Enter(stack, plan_.Get(x->while_condition(), ParamMode::kBorrowed), state, site);
+          return false;
         }
-        const ComputationPlan& callee =
-            plan_.Get(x->called_computations()[0], ParamMode::kBorrowed);
-        ASSIGN_OR_RETURN(std::vector<int> result, Run(callee, args, site));
-        Bind(p, x, result, slots);
-        return absl::OkStatus();
+        for (int b : result) Free(b, site);  // the predicate
+        if (op.phase == 0) {
+          op.phase = 1;
+          std::vector<int> state = op.state;
+          Enter(stack, body, state, site);
+          return false;
+        }
+        const std::vector<int>& out = a.plan->leaves.at(x);
+        for (size_t i = 0; i < out.size() && i < op.state.size(); ++i) {
+          if (out[i] != kNoBuffer && !body.passthrough[i]) a.slots[out[i]] = op.state[i];
+        }
+        return true;
       }
       case HloOpcode::kConditional: {
-        ASSIGN_OR_RETURN(const int b, WorstBranch(p, x, site, slots));
-        const ComputationPlan& branch =
-            plan_.Get(x->called_computations()[b], ParamMode::kBorrowed);
-        ASSIGN_OR_RETURN(std::vector<int> result,
-                         Run(branch, LeavesOf(p, slots, x->operand(b + 1)), site));
-        Bind(p, x, result, slots);
-        return absl::OkStatus();
+        if (!op.probing) {
+          Bind(*a.plan, x, result, a.slots);
+          return true;
+        }
+        // The branch whose replay reaches the highest live bytes (ties: the
+        // lowest index), found by replaying each and rolling back.
+        if (peak_since_mark_ > op.best_peak) {
+          op.best_peak = peak_since_mark_;
+          op.best = op.branch;
+        }
+        for (size_t i = op.mark_freed; i < freed_.size(); ++i) {
+          if (freed_[i] < static_cast<int>(op.mark_buffers)) buffers_[freed_[i]].end = kOpen;
+        }
+        freed_.resize(op.mark_freed);
+        buffers_.resize(op.mark_buffers);
+        sites_.resize(op.mark_sites);
+        time_site_.resize(op.mark_now);
+        now_ = op.mark_now;
+        live_bytes_ = op.mark_live;
+        peak_since_mark_ = std::max(op.mark_peak, live_bytes_);
+        if (++op.branch == static_cast<int>(x->called_computations().size())) {
+          op.probing = false;
+          op.branch = op.best;
+        }
+        StartBranch(stack);
+        return false;
       }
-      default:
-        return absl::OkStatus();
+      default:  // call, fusion
+        Bind(*a.plan, x, result, a.slots);
+        return true;
     }
   }
 
@@ -206,70 +371,11 @@ class Replayer {
     }
   }
 
-  absl::Status RunWhile(const ComputationPlan& p, const Step& step, int site,
-                        std::vector<int>& slots) {
-    const HloInstruction* x = step.instr;
-    const ComputationPlan& body = plan_.Get(x->while_body(), ParamMode::kDonated);
-    const ComputationPlan& cond =
-        plan_.Get(x->while_condition(), ParamMode::kBorrowed);
-    std::vector<int> state = LeavesOf(p, slots, x->operand(0));
-    for (int leaf : step.copy_leaves) {
-      const int src = state[leaf];
-      if (src == kNone) continue;
-      const AllocatedBuffer& from = buffers_[src];
-      const Shape shape = from.shape;
-      state[leaf] = Alloc(x, p.computation, shape, from.bytes, site);
-    }
-    for (int id : step.moves) slots[id] = kNone;  // the loop owns them now
-    // condition, body, condition: every further iteration repeats the same
-    // allocations over state buffers of the same sizes.
-    for (int round = 0; round < 2; ++round) {
-      ASSIGN_OR_RETURN(std::vector<int> pred, Run(cond, state, site));
-      for (int b : pred) Free(b, site);
-      if (round == 1) break;
-      ASSIGN_OR_RETURN(state, Run(body, state, site));
-    }
-    const std::vector<int>& out = p.leaves.at(x);
-    for (size_t i = 0; i < out.size() && i < state.size(); ++i) {
-      if (out[i] != kNoBuffer && !body.passthrough[i]) slots[out[i]] = state[i];
-    }
-    return absl::OkStatus();
-  }
-
-  // The branch whose replay reaches the highest live bytes (ties: the
-  // lowest index), found by replaying each and rolling back.
-  absl::StatusOr<int> WorstBranch(const ComputationPlan& p, const HloInstruction* x,
-                                  int site, const std::vector<int>& slots) {
-    const int n = static_cast<int>(x->called_computations().size());
-    if (n == 1) return 0;
-    int best = 0;
-    int64_t best_peak = -1;
-    for (int b = 0; b < n; ++b) {
-      const size_t mark_buffers = buffers_.size(), mark_sites = sites_.size(),
-                   mark_freed = freed_.size();
-      const int64_t mark_now = now_, mark_live = live_bytes_,
-                    mark_peak = peak_since_mark_;
-      peak_since_mark_ = live_bytes_;
-      const ComputationPlan& branch =
-          plan_.Get(x->called_computations()[b], ParamMode::kBorrowed);
-      RETURN_IF_ERROR(Run(branch, LeavesOf(p, slots, x->operand(b + 1)), site).status());
-      if (peak_since_mark_ > best_peak) {
-        best_peak = peak_since_mark_;
-        best = b;
-      }
-      for (size_t i = mark_freed; i < freed_.size(); ++i) {
-        if (freed_[i] < static_cast<int>(mark_buffers)) buffers_[freed_[i]].end = kOpen;
-      }
-      freed_.resize(mark_freed);
-      buffers_.resize(mark_buffers);
-      sites_.resize(mark_sites);
-      time_site_.resize(mark_now);
-      now_ = mark_now;
-      live_bytes_ = mark_live;
-      peak_since_mark_ = std::max(mark_peak, live_bytes_);
-    }
-    return best;
-  }
+  // Bounds the replay, which walks every call site and probes every
+  // conditional branch: programs whose replay is exponential in their size
+  // fail instead of hanging.
+  static constexpr int64_t kMaxReplayWork = int64_t{1} << 26;
+  int64_t work_ = 0;
 
   const BufferPlan& plan_;
   std::vector<AllocatedBuffer> buffers_;
@@ -371,8 +477,14 @@ absl::StatusOr<MemoryAnalysis> AnalyzeMemory(const HloModule& module,
   }
   a.peak = MakePeak(FindPeak(dense), a.buffers, replay, false);
   a.tpu_peak = MakePeak(FindPeak(padded), a.buffers, replay, true);
-  a.best_fit_bytes = BestFitPlacement(dense).heap_bytes;
-  a.tpu_best_fit_bytes = BestFitPlacement(padded).heap_bytes;
+  // The placement's work grows with the overlapping pairs; past a bound it
+  // is left out (-1) rather than taking minutes.
+  if (CountOverlappingPairs(dense) <= kMaxPlacementPairs) {
+    a.best_fit_bytes = BestFitPlacement(dense).heap_bytes;
+    a.tpu_best_fit_bytes = BestFitPlacement(padded).heap_bytes;
+  } else {
+    a.best_fit_bytes = a.tpu_best_fit_bytes = -1;
+  }
   return a;
 }
 

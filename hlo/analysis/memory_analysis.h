@@ -76,8 +76,11 @@ struct MemoryAnalysis {
   int64_t num_times = 0;  // logical times used (allocations + frees)
   MemoryPeak peak;        // dense bytes: the emulator's peak
   MemoryPeak tpu_peak;    // every buffer padded to v6e tiles
-  int64_t best_fit_bytes = 0;      // heap size of a best-fit placement
-  int64_t tpu_best_fit_bytes = 0;  // the same with padded buffers
+  // Heap size of a best-fit placement, and the same with padded buffers;
+  // -1 when not computed (more than 2^25 pairs of buffers live together,
+  // where the placement's cost grows quadratically).
+  int64_t best_fit_bytes = 0;
+  int64_t tpu_best_fit_bytes = 0;
   // Totals over the program (not only at the peak).
   int64_t argument_bytes = 0;
   int64_t output_bytes = 0;

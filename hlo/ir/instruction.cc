@@ -15,9 +15,11 @@ std::unique_ptr<HloInstruction> HloInstruction::Create(
   std::unique_ptr<HloInstruction> instr(
       new HloInstruction(opcode, std::move(shape)));
   instr->operands_ = std::move(operands);
+  // A repeated operand lists the new instruction once among its users. The
+  // only user any list gains here is `instr`, so it can only be at the back
+  // (constant time even for operands with very many users).
   for (HloInstruction* op : instr->operands_) {
-    if (std::find(op->users_.begin(), op->users_.end(), instr.get()) ==
-        op->users_.end()) {
+    if (op->users_.empty() || op->users_.back() != instr.get()) {
       op->users_.push_back(instr.get());
     }
   }

@@ -1,5 +1,6 @@
 #include "hlo/ir/verifier.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,8 +19,18 @@ absl::Status At(const HloComputation& comp, const HloInstruction* instr,
       ": ", msg));
 }
 
-absl::Status CheckAttributes(const HloComputation& comp, const HloInstruction& instr) {
+absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp,
+                             const HloInstruction& instr) {
   const HloAttributes& a = instr.attrs();
+  // Devices a collective may name: replicas x partitions of the module.
+  const int64_t devices = std::max<int64_t>(1, module.replica_count()) *
+                          std::max<int64_t>(1, module.num_partitions());
+  auto no_such_device = [&](int64_t d, const char* where) {
+    return At(comp, &instr, absl::StrCat(where, " name device ", d, " but the module has ",
+                                         devices, devices == 1 ? " device" : " devices",
+                                         " (replica_count=", module.replica_count(),
+                                         ", num_partitions=", module.num_partitions(), ")"));
+  };
   switch (instr.opcode()) {
     case HloOpcode::kConstant:
       if (!instr.has_literal()) return At(comp, &instr, "constant without a literal");
@@ -42,6 +53,7 @@ absl::Status CheckAttributes(const HloComputation& comp, const HloInstruction& i
           if (d < 0 || !seen.insert(d).second) {
             return At(comp, &instr, absl::StrCat("device ", d, " repeated or negative in replica_groups"));
           }
+          if (d >= devices) return no_such_device(d, "replica_groups");
         }
       }
       if (a.use_global_device_ids && !a.channel_id.has_value()) {
@@ -55,6 +67,7 @@ absl::Status CheckAttributes(const HloComputation& comp, const HloInstruction& i
         if (s < 0 || t < 0 || !sources.insert(s).second || !targets.insert(t).second) {
           return At(comp, &instr, "source_target_pairs must not repeat a source or a target");
         }
+        if (std::max(s, t) >= devices) return no_such_device(std::max(s, t), "source_target_pairs");
       }
       break;
     }
@@ -112,7 +125,7 @@ absl::Status VerifyComputation(const HloModule& module, const HloComputation& co
       return At(comp, instr, absl::StrCat("shape ", instr->shape().ToString(),
                                           " differs from the inferred ", inferred->ToString()));
     }
-    RETURN_IF_ERROR(CheckAttributes(comp, *instr));
+    RETURN_IF_ERROR(CheckAttributes(module, comp, *instr));
     defined.insert(instr);
   }
   if (!defined.count(comp.root())) return At(comp, comp.root(), "root is not in the computation");

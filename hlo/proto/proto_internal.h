@@ -46,8 +46,9 @@ void ShapeToProto(const Shape& shape, xla::ShapeProto* proto);
 // Validates element type, rank, dimensions, layout permutation and the
 // element-count cap. A missing layout means row-major. `where` prefixes
 // error messages (e.g. "computation main, instruction x: shape").
+// Enforces hlo/ir/limits.h (array bytes, tuple nesting below `depth`).
 absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
-                                     absl::string_view where);
+                                     absl::string_view where, int depth = 0);
 
 // ---- Literals --------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 // ShapeProto and LiteralProto conversions (see proto_internal.h).
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/ir/limits.h"
 #include "hlo/proto/proto_internal.h"
 #include "hlo/ir/status_macros.h"
 
@@ -178,7 +180,11 @@ void ShapeToProto(const Shape& shape, xla::ShapeProto* proto) {
 }
 
 absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
-                                     absl::string_view where) {
+                                     absl::string_view where, int depth) {
+  if (depth > kMaxShapeNesting) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": tuple shapes nest deeper than ", kMaxShapeNesting, " levels"));
+  }
   const int type_value = proto.element_type();
   if (type_value == 0) {
     return absl::InvalidArgumentError(
@@ -201,7 +207,7 @@ absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
     for (int i = 0; i < proto.tuple_shapes_size(); ++i) {
       ASSIGN_OR_RETURN(Shape element,
                        ShapeFromProto(proto.tuple_shapes(i),
-                                      absl::StrCat(where, ".tuple_shapes[", i, "]")));
+                                      absl::StrCat(where, ".tuple_shapes[", i, "]"), depth + 1));
       elements.push_back(std::move(element));
     }
     return Shape::Tuple(std::move(elements));
@@ -231,6 +237,14 @@ absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
           kMaxElements, " elements"));
     }
     product *= d;
+  }
+  // The same byte limit as the text parser: an array this large is a typo
+  // or hostile input, not a module anyone can run.
+  const int64_t width = std::max<int64_t>(1, ByteWidth(type));
+  if (product > kMaxArrayBytes / width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": shape ", PrimitiveTypeName(type), "[", absl::StrJoin(dims, ","),
+        "] needs more than the limit of ", kMaxArrayBytes, " bytes per array"));
   }
   if (proto.is_dynamic_dimension_size() != 0) {
     if (proto.is_dynamic_dimension_size() != rank) {

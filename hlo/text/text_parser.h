@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "hlo/ir/limits.h"
 #include "hlo/ir/module.h"
 
 namespace tpuoff::hlo {
@@ -16,12 +17,12 @@ namespace tpuoff::hlo {
 // Limits that keep hostile input from allocating or recursing without bound.
 struct ParseOptions {
   // Largest array any shape may describe; f32[99999999999] is rejected.
-  int64_t max_array_bytes = int64_t{1} << 37;  // 128 GiB
+  int64_t max_array_bytes = kMaxArrayBytes;  // 128 GiB (hlo/ir/limits.h)
   // Most elements one constant may hold (and never more than the characters
   // left in the input, since every element is spelt out).
   int64_t max_constant_elements = int64_t{1} << 26;
   // Deepest nesting of tuple shapes, tuple shardings and similar brackets.
-  int max_nesting_depth = 64;
+  int max_nesting_depth = kMaxShapeNesting;
   // Most devices an iota tile assignment or replica-group list may expand to.
   int64_t max_devices = int64_t{1} << 14;
 };

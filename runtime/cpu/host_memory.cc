@@ -1,9 +1,13 @@
 #include "runtime/cpu/host_memory.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <list>
 #include <mutex>
 
@@ -40,6 +44,12 @@ class HostCache {
       }
     }
     void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr && cached_bytes() > 0) {
+      // Out of memory (or address space, under `ulimit -v`) while blocks
+      // sit in the cache: give them back and try once more.
+      Release();
+      p = std::aligned_alloc(64, rounded);
+    }
     if (p != nullptr && rounded >= kHostCacheMinBytes) {
       std::lock_guard<std::mutex> l(mu_);
       live_[p] = rounded;
@@ -97,6 +107,90 @@ HostCache& Cache() {
 }
 
 }  // namespace
+
+namespace {
+
+// The first number on the line of `path` starting with `key` (in kB for
+// /proc files), or -1.
+int64_t ReadKeyedNumber(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    std::istringstream rest(line.substr(key.size()));
+    int64_t v = -1;
+    if (rest >> v) return v;
+  }
+  return -1;
+}
+
+// A file holding one number ("max" = no limit: -1).
+int64_t ReadNumberFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return -1;
+  char* end = nullptr;
+  const long long v = std::strtoll(word.c_str(), &end, 10);
+  return end != nullptr && *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : -1;
+}
+
+// memory.max - memory.current over this process's cgroup (v2) and its
+// ancestors, the tightest; -1 when none is limited.
+int64_t CgroupAvailable() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  }
+  if (path.empty()) return -1;
+  int64_t best = -1;
+  while (true) {
+    const std::string dir = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
+    const int64_t max = ReadNumberFile(dir + "/memory.max");
+    const int64_t current = ReadNumberFile(dir + "/memory.current");
+    if (max >= 0 && current >= 0) {
+      const int64_t left = std::max<int64_t>(0, max - current);
+      best = best < 0 ? left : std::min(best, left);
+    }
+    if (path == "/" || path.empty()) break;
+    const size_t slash = path.find_last_of('/');
+    path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+  }
+  return best;
+}
+
+// rlimit - used, or -1 without a limit.
+int64_t LimitLeft(int resource, int64_t used) {
+  struct rlimit r;
+  if (getrlimit(resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return -1;
+  const int64_t limit = static_cast<int64_t>(r.rlim_cur);
+  return std::max<int64_t>(0, limit - std::max<int64_t>(used, 0));
+}
+
+}  // namespace
+
+HostMemoryInfo QueryHostMemory() {
+  HostMemoryInfo info;
+  const int64_t kb = ReadKeyedNumber("/proc/meminfo", "MemAvailable:");
+  if (kb >= 0) info.mem_available = kb * 1024;
+  info.cgroup_available = CgroupAvailable();
+  const int64_t vm_size = ReadKeyedNumber("/proc/self/status", "VmSize:");
+  const int64_t vm_data = ReadKeyedNumber("/proc/self/status", "VmData:");
+  info.address_space_used = vm_size >= 0 ? vm_size * 1024 : 0;
+  info.address_space_available = LimitLeft(RLIMIT_AS, info.address_space_used);
+  info.data_used = vm_data >= 0 ? vm_data * 1024 : 0;
+  info.data_available = LimitLeft(RLIMIT_DATA, info.data_used);
+  // Memory this process already holds in its cache is available to it.
+  const int64_t cached = HostCacheBytes();
+  if (info.mem_available >= 0) info.mem_available += cached;
+  if (info.cgroup_available >= 0) info.cgroup_available += cached;
+  info.available = -1;
+  for (int64_t v : {info.mem_available, info.cgroup_available, info.address_space_available,
+                    info.data_available}) {
+    if (v >= 0) info.available = info.available < 0 ? v : std::min(info.available, v);
+  }
+  return info;
+}
 
 void* HostAlloc(size_t bytes) { return Cache().Alloc(bytes); }
 void HostFree(void* p) { Cache().Free(p); }

@@ -29,6 +29,23 @@ int64_t HostCacheBytes();
 
 inline constexpr size_t kHostCacheMinBytes = size_t{1} << 20;
 
+// What the host can still give this process, so callers can refuse work
+// that cannot fit before allocating anything. Bytes; -1 = no such limit
+// (or unknown).
+struct HostMemoryInfo {
+  int64_t available = -1;         // the tightest of the four below
+  int64_t mem_available = -1;     // /proc/meminfo MemAvailable
+  int64_t cgroup_available = -1;  // cgroup v2 memory.max - memory.current
+  // RLIMIT_AS (`ulimit -v`) minus the address space in use (VmSize).
+  int64_t address_space_available = -1;
+  int64_t address_space_used = 0;
+  // RLIMIT_DATA (`ulimit -d`) minus the data segment in use (VmData).
+  int64_t data_available = -1;
+  int64_t data_used = 0;
+};
+// Blocks in HostAlloc's cache count as available (this process reuses them).
+HostMemoryInfo QueryHostMemory();
+
 }  // namespace tpuoff::runtime
 
 #endif  // TPUOFF_RUNTIME_CPU_HOST_MEMORY_H_

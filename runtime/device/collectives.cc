@@ -1,11 +1,13 @@
 #include "runtime/device/collectives.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/ir/status_macros.h"
 #include "runtime/cpu/elementwise_kernels.h"
 
 namespace tpuoff::runtime {
@@ -42,12 +44,17 @@ void CombineInto(PrimitiveType type, ReductionKind kind, const void* in,
 }
 
 struct InProcessCollectives::Rendezvous {
+  std::string key;  // pending_ key
+  std::string op_name;
+  std::string call_key;
   std::vector<int64_t> group;
-  std::vector<const void*> inputs;
+  std::vector<CollectiveOp> ops;
+  // Per member (group order): its leaves, completion and whether it came.
+  std::vector<std::vector<CollectiveLeaf>> leaves;
+  std::vector<CollectiveDone> done;
   std::vector<bool> arrived;
   int64_t num_arrived = 0;
-  int64_t num_departed = 0;
-  absl::Status failure;  // set when the rendezvous timed out
+  Clock::time_point first_arrival;
 };
 
 InProcessCollectives::InProcessCollectives(int64_t num_devices,
@@ -83,182 +90,278 @@ absl::Status InProcessCollectives::ValidateCall(
   return absl::OkStatus();
 }
 
-absl::Status InProcessCollectives::Arrive(const CollectiveCall& call,
-                                          const void* in,
-                                          std::shared_ptr<Rendezvous>* out_rv,
-                                          std::vector<const void*>* inputs) {
-  if (auto s = ValidateCall(call); !s.ok()) return s;
-  const std::string key =
-      absl::StrCat(call.key, "|", absl::StrJoin(call.group, ","));
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!abort_status_.ok()) return abort_status_;
-  std::shared_ptr<Rendezvous>& slot = pending_[key];
-  if (slot == nullptr) {
-    slot = std::make_shared<Rendezvous>();
-    slot->group = call.group;
-    slot->inputs.assign(call.group.size(), nullptr);
-    slot->arrived.assign(call.group.size(), false);
-  }
-  std::shared_ptr<Rendezvous> rv = slot;
-  size_t pos = 0;
-  while (rv->group[pos] != call.device) ++pos;
-  if (rv->arrived[pos]) {
-    return absl::InternalError(absl::StrCat("device ", call.device,
-                                            " entered collective %",
-                                            call.op_name, " twice"));
-  }
-  rv->arrived[pos] = true;
-  rv->inputs[pos] = in;
-  rv->num_arrived++;
-  const int64_t size = static_cast<int64_t>(rv->group.size());
-  if (rv->num_arrived == size) cv_.notify_all();
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(options_.timeout_seconds));
-  while (rv->num_arrived < size && rv->failure.ok() && abort_status_.ok()) {
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
-        rv->num_arrived < size && rv->failure.ok()) {
-      std::vector<int64_t> waiting, missing;
-      for (size_t i = 0; i < rv->group.size(); ++i) {
-        (rv->arrived[i] ? waiting : missing).push_back(rv->group[i]);
-      }
-      rv->failure = absl::DeadlineExceededError(absl::StrCat(
-          "collective %", call.op_name, " (", call.key, ") did not complete in ",
-          options_.timeout_seconds, "s: devices {",
-          absl::StrJoin(waiting, ","), "} are waiting for devices {",
-          absl::StrJoin(missing, ","), "}"));
-      auto it = pending_.find(key);
-      if (it != pending_.end() && it->second == rv) pending_.erase(it);
-      cv_.notify_all();
-    }
-  }
-  if (!rv->failure.ok()) return rv->failure;
-  if (!abort_status_.ok()) return abort_status_;
-  *inputs = rv->inputs;
-  *out_rv = rv;
-  return absl::OkStatus();
-}
-
-void InProcessCollectives::Depart(const CollectiveCall& call,
-                                  const std::shared_ptr<Rendezvous>& rv) {
-  const std::string key =
-      absl::StrCat(call.key, "|", absl::StrJoin(call.group, ","));
-  std::unique_lock<std::mutex> lock(mu_);
-  rv->num_departed++;
-  const int64_t size = static_cast<int64_t>(rv->group.size());
-  if (rv->num_departed == size) {
-    auto it = pending_.find(key);
-    if (it != pending_.end() && it->second == rv) pending_.erase(it);
-    cv_.notify_all();
-    return;
-  }
-  // Keep our input alive until every member has read it. All members have
-  // arrived, so this wait is bounded by their copy time; abort ends it.
-  while (rv->num_departed < size && abort_status_.ok()) cv_.wait(lock);
-}
-
-void InProcessCollectives::Abort(int64_t device, const absl::Status& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (abort_status_.ok()) {
-    abort_status_ = absl::AbortedError(absl::StrCat(
-        "collective aborted: device ", device, " failed: ", reason.message()));
-  }
-  cv_.notify_all();
-}
-
 namespace {
+
 int64_t PositionIn(const std::vector<int64_t>& group, int64_t device) {
   for (size_t i = 0; i < group.size(); ++i) {
     if (group[i] == device) return static_cast<int64_t>(i);
   }
   return -1;
 }
+
+// Every member's outputs of leaf `l` from every member's inputs.
+void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
+                 const std::vector<std::vector<CollectiveLeaf>>& leaves, size_t l) {
+  const size_t g = group.size();
+  auto in = [&](size_t m) { return static_cast<const uint8_t*>(leaves[m][l].in); };
+  auto out = [&](size_t m) { return static_cast<uint8_t*>(leaves[m][l].out); };
+  switch (op.kind) {
+    case CollectiveOp::Kind::kAllReduce: {
+      const int64_t bytes = op.count * hlo::ByteWidth(op.type);
+      if (bytes == 0) return;
+      std::memcpy(out(0), in(0), bytes);
+      for (size_t m = 1; m < g; ++m) CombineInto(op.type, op.reduction, in(m), out(0), op.count);
+      for (size_t m = 1; m < g; ++m) std::memcpy(out(m), out(0), bytes);
+      return;
+    }
+    case CollectiveOp::Kind::kAllGather:
+      if (op.count == 0) return;
+      for (size_t m = 0; m < g; ++m) {
+        for (size_t i = 0; i < g; ++i) std::memcpy(out(m) + i * op.count, in(i), op.count);
+      }
+      return;
+    case CollectiveOp::Kind::kReduceScatter: {
+      const int64_t bytes = op.count * hlo::ByteWidth(op.type);
+      if (bytes == 0) return;
+      for (size_t p = 0; p < g; ++p) {
+        std::memcpy(out(p), in(0) + p * bytes, bytes);
+        for (size_t m = 1; m < g; ++m) {
+          CombineInto(op.type, op.reduction, in(m) + p * bytes, out(p), op.count);
+        }
+      }
+      return;
+    }
+    case CollectiveOp::Kind::kAllToAll:
+      if (op.count == 0) return;
+      for (size_t p = 0; p < g; ++p) {
+        for (size_t i = 0; i < g; ++i) {
+          std::memcpy(out(p) + i * op.count, in(i) + p * op.count, op.count);
+        }
+      }
+      return;
+    case CollectiveOp::Kind::kCollectivePermute:
+      if (op.count == 0) return;
+      for (size_t t = 0; t < g; ++t) {
+        int64_t source = -1;
+        for (const auto& [s, target] : op.pairs) {
+          if (target == group[t]) source = s;
+        }
+        const int64_t pos = source >= 0 ? PositionIn(group, source) : -1;
+        if (pos >= 0) {
+          std::memcpy(out(t), in(pos), op.count);
+        } else {
+          std::memset(out(t), 0, op.count);
+        }
+      }
+      return;
+  }
+}
+
 }  // namespace
 
-absl::Status InProcessCollectives::AllReduce(const CollectiveCall& call,
-                                             PrimitiveType type,
-                                             ReductionKind kind, const void* in,
-                                             void* out, int64_t count) {
-  std::shared_ptr<Rendezvous> rv;
-  std::vector<const void*> inputs;
-  if (auto s = Arrive(call, in, &rv, &inputs); !s.ok()) return s;
-  const int64_t bytes = count * hlo::ByteWidth(type);
-  std::memcpy(out, inputs[0], bytes);
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    CombineInto(type, kind, inputs[i], out, count);
+absl::StatusOr<bool> InProcessCollectives::Submit(const CollectiveCall& call,
+                                                  const std::vector<CollectiveOp>& ops,
+                                                  const std::vector<CollectiveLeaf>& leaves,
+                                                  CollectiveDone done) {
+  RETURN_IF_ERROR(ValidateCall(call));
+  if (ops.size() != leaves.size()) {
+    return absl::InternalError(absl::StrCat("collective %", call.op_name, ": ", ops.size(),
+                                            " ops for ", leaves.size(), " leaves"));
   }
-  Depart(call, rv);
-  return absl::OkStatus();
+  const std::string key = absl::StrCat(call.key, "|", absl::StrJoin(call.group, ","));
+  std::shared_ptr<Rendezvous> rv;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!abort_status_.ok()) return abort_status_;
+    std::shared_ptr<Rendezvous>& slot = pending_[key];
+    if (slot == nullptr) {
+      slot = std::make_shared<Rendezvous>();
+      slot->key = key;
+      slot->op_name = call.op_name;
+      slot->call_key = call.key;
+      slot->group = call.group;
+      slot->ops = ops;
+      slot->leaves.resize(call.group.size());
+      slot->done.resize(call.group.size());
+      slot->arrived.assign(call.group.size(), false);
+      slot->first_arrival = Clock::now();
+    }
+    Rendezvous& r = *slot;
+    const int64_t pos = PositionIn(r.group, call.device);
+    if (r.arrived[pos]) {
+      return absl::InternalError(absl::StrCat("device ", call.device, " entered collective %",
+                                              call.op_name, " twice"));
+    }
+    if (r.ops.size() != ops.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device ", call.device, ": collective %", call.op_name, " has ", ops.size(),
+          " leaves here but ", r.ops.size(), " on another device"));
+    }
+    r.arrived[pos] = true;
+    r.leaves[pos] = leaves;
+    r.done[pos] = std::move(done);
+    if (++r.num_arrived < static_cast<int64_t>(r.group.size())) return false;
+    rv = slot;  // complete: every member's data is here and stays put
+    pending_.erase(key);
+  }
+  for (size_t l = 0; l < rv->ops.size(); ++l) PerformLeaf(rv->ops[l], rv->group, rv->leaves, l);
+  for (size_t m = 0; m < rv->group.size(); ++m) {
+    if (rv->group[m] != call.device && rv->done[m]) rv->done[m](absl::OkStatus());
+  }
+  return true;
 }
 
-absl::Status InProcessCollectives::AllGather(const CollectiveCall& call,
-                                             const void* in, int64_t bytes,
-                                             void* out) {
-  std::shared_ptr<Rendezvous> rv;
-  std::vector<const void*> inputs;
-  if (auto s = Arrive(call, in, &rv, &inputs); !s.ok()) return s;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(static_cast<uint8_t*>(out) + i * bytes, inputs[i], bytes);
+void InProcessCollectives::FailWhere(
+    const std::function<absl::Status(const Rendezvous&)>& pick) {
+  std::vector<std::pair<std::shared_ptr<Rendezvous>, absl::Status>> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      absl::Status why = pick(*it->second);
+      if (why.ok()) {
+        ++it;
+        continue;
+      }
+      failed.push_back({it->second, why});
+      it = pending_.erase(it);
+    }
   }
-  Depart(call, rv);
-  return absl::OkStatus();
+  for (auto& [rv, why] : failed) {
+    for (size_t m = 0; m < rv->group.size(); ++m) {
+      if (rv->arrived[m] && rv->done[m]) rv->done[m](why);
+    }
+  }
 }
 
-absl::Status InProcessCollectives::ReduceScatter(const CollectiveCall& call,
-                                                 PrimitiveType type,
-                                                 ReductionKind kind,
-                                                 const void* in, void* out,
-                                                 int64_t count) {
-  std::shared_ptr<Rendezvous> rv;
-  std::vector<const void*> inputs;
-  if (auto s = Arrive(call, in, &rv, &inputs); !s.ok()) return s;
-  const int64_t bytes = count * hlo::ByteWidth(type);
-  const int64_t pos = PositionIn(call.group, call.device);
-  std::memcpy(out, static_cast<const uint8_t*>(inputs[0]) + pos * bytes, bytes);
-  for (size_t i = 1; i < inputs.size(); ++i) {
-    CombineInto(type, kind, static_cast<const uint8_t*>(inputs[i]) + pos * bytes,
-                out, count);
-  }
-  Depart(call, rv);
-  return absl::OkStatus();
+namespace {
+
+std::string WaitingText(const std::vector<int64_t>& group, const std::vector<bool>& arrived) {
+  std::vector<int64_t> waiting, missing;
+  for (size_t i = 0; i < group.size(); ++i) (arrived[i] ? waiting : missing).push_back(group[i]);
+  return absl::StrCat("devices {", absl::StrJoin(waiting, ","), "} are waiting for devices {",
+                      absl::StrJoin(missing, ","), "}");
 }
 
-absl::Status InProcessCollectives::AllToAll(const CollectiveCall& call,
-                                            const void* in, void* out,
-                                            int64_t chunk_bytes) {
-  std::shared_ptr<Rendezvous> rv;
-  std::vector<const void*> inputs;
-  if (auto s = Arrive(call, in, &rv, &inputs); !s.ok()) return s;
-  const int64_t pos = PositionIn(call.group, call.device);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(static_cast<uint8_t*>(out) + i * chunk_bytes,
-                static_cast<const uint8_t*>(inputs[i]) + pos * chunk_bytes,
-                chunk_bytes);
+}  // namespace
+
+void InProcessCollectives::Abort(int64_t device, const absl::Status& reason) {
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abort_status_.ok()) {
+      abort_status_ = absl::AbortedError(absl::StrCat(
+          "collective aborted: device ", device, " failed: ", reason.message()));
+    }
+    status = abort_status_;
   }
-  Depart(call, rv);
-  return absl::OkStatus();
+  FailWhere([&](const Rendezvous&) { return status; });
 }
 
-absl::Status InProcessCollectives::CollectivePermute(
-    const CollectiveCall& call,
-    const std::vector<std::pair<int64_t, int64_t>>& pairs, const void* in,
-    void* out, int64_t bytes) {
-  std::shared_ptr<Rendezvous> rv;
-  std::vector<const void*> inputs;
-  if (auto s = Arrive(call, in, &rv, &inputs); !s.ok()) return s;
-  int64_t source = -1;
-  for (const auto& [s, t] : pairs) {
-    if (t == call.device) source = s;
+void InProcessCollectives::ExpireStale() {
+  const Clock::time_point now = Clock::now();
+  const auto limit = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.timeout_seconds));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool stale = false;
+    for (const auto& [key, rv] : pending_) stale |= now - rv->first_arrival > limit;
+    if (!stale) return;
   }
-  const int64_t pos = source >= 0 ? PositionIn(call.group, source) : -1;
-  if (pos >= 0) {
-    std::memcpy(out, inputs[pos], bytes);
-  } else {
-    std::memset(out, 0, bytes);
+  FailWhere([&](const Rendezvous& rv) {
+    if (now - rv.first_arrival <= limit) return absl::OkStatus();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "collective %", rv.op_name, " (", rv.call_key, ") did not complete in ",
+        options_.timeout_seconds, "s: ", WaitingText(rv.group, rv.arrived)));
+  });
+}
+
+void InProcessCollectives::FailPending() {
+  FailWhere([](const Rendezvous& rv) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collective %", rv.op_name, " (", rv.call_key, ") can never complete: ",
+        WaitingText(rv.group, rv.arrived),
+        ", which finished or wait at another collective"));
+  });
+}
+
+// Blocking forms.
+
+absl::Status CollectiveBackend::SubmitAndWait(const CollectiveCall& call,
+                                              const std::vector<CollectiveOp>& ops,
+                                              const std::vector<CollectiveLeaf>& leaves) {
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    absl::Status status;
+  };
+  auto waiter = std::make_shared<Waiter>();
+  absl::StatusOr<bool> done = Submit(call, ops, leaves, [waiter](const absl::Status& s) {
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    waiter->finished = true;
+    waiter->status = s;
+    waiter->cv.notify_all();
+  });
+  if (!done.ok()) return done.status();
+  if (*done) return absl::OkStatus();
+  std::unique_lock<std::mutex> lock(waiter->mu);
+  while (!waiter->finished) {
+    if (!waiter->cv.wait_for(lock, std::chrono::milliseconds(20),
+                             [&] { return waiter->finished; })) {
+      lock.unlock();
+      ExpireStale();
+      lock.lock();
+    }
   }
-  Depart(call, rv);
-  return absl::OkStatus();
+  return waiter->status;
+}
+
+absl::Status CollectiveBackend::AllReduce(const CollectiveCall& call, PrimitiveType type,
+                                          ReductionKind kind, const void* in, void* out,
+                                          int64_t count) {
+  CollectiveOp op;
+  op.kind = CollectiveOp::Kind::kAllReduce;
+  op.type = type;
+  op.reduction = kind;
+  op.count = count;
+  return SubmitAndWait(call, {op}, {{in, out}});
+}
+
+absl::Status CollectiveBackend::AllGather(const CollectiveCall& call, const void* in,
+                                          int64_t bytes, void* out) {
+  CollectiveOp op;
+  op.kind = CollectiveOp::Kind::kAllGather;
+  op.count = bytes;
+  return SubmitAndWait(call, {op}, {{in, out}});
+}
+
+absl::Status CollectiveBackend::ReduceScatter(const CollectiveCall& call, PrimitiveType type,
+                                              ReductionKind kind, const void* in, void* out,
+                                              int64_t count) {
+  CollectiveOp op;
+  op.kind = CollectiveOp::Kind::kReduceScatter;
+  op.type = type;
+  op.reduction = kind;
+  op.count = count;
+  return SubmitAndWait(call, {op}, {{in, out}});
+}
+
+absl::Status CollectiveBackend::AllToAll(const CollectiveCall& call, const void* in, void* out,
+                                         int64_t chunk_bytes) {
+  CollectiveOp op;
+  op.kind = CollectiveOp::Kind::kAllToAll;
+  op.count = chunk_bytes;
+  return SubmitAndWait(call, {op}, {{in, out}});
+}
+
+absl::Status CollectiveBackend::CollectivePermute(
+    const CollectiveCall& call, const std::vector<std::pair<int64_t, int64_t>>& pairs,
+    const void* in, void* out, int64_t bytes) {
+  CollectiveOp op;
+  op.kind = CollectiveOp::Kind::kCollectivePermute;
+  op.count = bytes;
+  op.pairs = pairs;
+  return SubmitAndWait(call, {op}, {{in, out}});
 }
 
 }  // namespace tpuoff::runtime

@@ -2,11 +2,21 @@
 // devices. The executor flattens every collective to contiguous chunks in
 // replica-group order, so a backend only moves and combines bytes; an MPI
 // backend can replace the in-process one without touching the executor.
+//
+// A collective is submitted, not waited for: a device hands over where its
+// inputs are and where its outputs go, and the backend either completes the
+// collective at once (the device was the last of its group to arrive) or
+// later, calling the device's completion when the last member arrives. That
+// lets the executor run many devices on a few threads: a device waiting at
+// a collective holds no thread (runtime/emulator/executor.h). Blocking
+// helpers (AllReduce, ...) wrap Submit for callers that own one thread per
+// device.
 #ifndef TPUOFF_RUNTIME_DEVICE_COLLECTIVES_H_
 #define TPUOFF_RUNTIME_DEVICE_COLLECTIVES_H_
 
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "hlo/ir/primitive_type.h"
 
 namespace tpuoff::runtime {
@@ -30,39 +41,81 @@ struct CollectiveCall {
   std::vector<int64_t> group;   // participating devices, in group order
 };
 
+// What one leaf of a collective does with the members' data (equal on every
+// member of the group).
+struct CollectiveOp {
+  enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute };
+  Kind kind = Kind::kAllReduce;
+  hlo::PrimitiveType type = hlo::PrimitiveType::kF32;  // reductions
+  ReductionKind reduction = ReductionKind::kSum;
+  // kAllReduce: elements of every member's input and output.
+  // kReduceScatter: elements of each member's output (its input holds
+  //   group-size such chunks).
+  // kAllGather: bytes of each member's input (the output holds group-size
+  //   inputs in group order).
+  // kAllToAll: bytes of one chunk (input chunk j goes to member j; output
+  //   chunk i comes from member i).
+  // kCollectivePermute: bytes; `pairs` are (source, target) devices, and a
+  //   target no pair names gets zeros.
+  int64_t count = 0;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+};
+
+// One member's data for one leaf: valid until the collective completes.
+struct CollectiveLeaf {
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
+// Called once, from any thread, when a pending collective completed (OK:
+// the member's outputs are written) or failed.
+using CollectiveDone = std::function<void(const absl::Status&)>;
+
 class CollectiveBackend {
  public:
   virtual ~CollectiveBackend() = default;
   virtual int64_t num_devices() const = 0;
 
-  // out[i] = reduce over group members g (in group order) of in_g[i].
-  // bf16/f16 are combined in f32 and rounded once per combine.
-  virtual absl::Status AllReduce(const CollectiveCall& call,
-                                 hlo::PrimitiveType type, ReductionKind kind,
-                                 const void* in, void* out, int64_t count) = 0;
-  // out = concat over group members (group order) of their `bytes` inputs.
-  virtual absl::Status AllGather(const CollectiveCall& call, const void* in,
-                                 int64_t bytes, void* out) = 0;
-  // `in` holds group-size chunks of `count` elements; out = reduction over
-  // members of the chunk at the caller's position in the group.
-  virtual absl::Status ReduceScatter(const CollectiveCall& call,
-                                     hlo::PrimitiveType type, ReductionKind kind,
-                                     const void* in, void* out,
-                                     int64_t count) = 0;
-  // Chunk j of `in` goes to group member j; out chunk i comes from member i.
-  virtual absl::Status AllToAll(const CollectiveCall& call, const void* in,
-                                void* out, int64_t chunk_bytes) = 0;
-  // out = input of the device whose pair targets the caller; zeros if none.
-  // `pairs` are (source, target) device indices; `call.group` lists every
-  // device that takes part (sources and targets).
-  virtual absl::Status CollectivePermute(
-      const CollectiveCall& call,
-      const std::vector<std::pair<int64_t, int64_t>>& pairs, const void* in,
-      void* out, int64_t bytes) = 0;
+  // Deposits the caller's leaves (one per op). Returns true when the
+  // collective completed during the call (every member's outputs are
+  // written; `done` is not called), false when it is pending: `done` is
+  // called later, possibly before Submit returns. bf16/f16 reductions are
+  // combined in f32 and rounded once per combine, in group order, so
+  // results are bit-identical across runs.
+  virtual absl::StatusOr<bool> Submit(const CollectiveCall& call,
+                                      const std::vector<CollectiveOp>& ops,
+                                      const std::vector<CollectiveLeaf>& leaves,
+                                      CollectiveDone done) = 0;
 
-  // A device that failed tells the others, so their pending and future
-  // collectives return ABORTED instead of waiting.
+  // A device that failed tells the others: their pending and future
+  // collectives fail with ABORTED instead of waiting.
   virtual void Abort(int64_t device, const absl::Status& reason) = 0;
+
+  // Fails pending collectives that have waited longer than the backend's
+  // timeout (DEADLINE_EXCEEDED naming the devices that did and did not
+  // arrive). Cheap when nothing is pending; the executor calls it often.
+  virtual void ExpireStale() {}
+
+  // Fails every pending collective: no missing member can arrive any more
+  // (all of them finished or wait elsewhere). FAILED_PRECONDITION naming
+  // the waiting and the missing devices.
+  virtual void FailPending() {}
+
+  // Blocking forms of Submit for one leaf (one thread per device).
+  absl::Status AllReduce(const CollectiveCall& call, hlo::PrimitiveType type,
+                         ReductionKind kind, const void* in, void* out, int64_t count);
+  absl::Status AllGather(const CollectiveCall& call, const void* in, int64_t bytes,
+                         void* out);
+  absl::Status ReduceScatter(const CollectiveCall& call, hlo::PrimitiveType type,
+                             ReductionKind kind, const void* in, void* out, int64_t count);
+  absl::Status AllToAll(const CollectiveCall& call, const void* in, void* out,
+                        int64_t chunk_bytes);
+  absl::Status CollectivePermute(const CollectiveCall& call,
+                                 const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                                 const void* in, void* out, int64_t bytes);
+  // Submit, then wait for completion (calling ExpireStale while waiting).
+  absl::Status SubmitAndWait(const CollectiveCall& call, const std::vector<CollectiveOp>& ops,
+                             const std::vector<CollectiveLeaf>& leaves);
 };
 
 struct InProcessCollectivesOptions {
@@ -71,10 +124,9 @@ struct InProcessCollectivesOptions {
   double timeout_seconds = 60.0;
 };
 
-// Threads + rendezvous in one process. Every member deposits its input, the
-// last to arrive wakes the others, each computes its own output reading the
-// others' inputs (combining in group order, so results are bit-identical
-// across runs), and a second barrier keeps inputs alive until all have read.
+// A rendezvous per (key, group) in one process. Every member deposits its
+// leaves; the last to arrive computes every member's outputs (reading the
+// others' inputs, combining in group order) and completes the others.
 class InProcessCollectives : public CollectiveBackend {
  public:
   explicit InProcessCollectives(int64_t num_devices,
@@ -82,36 +134,24 @@ class InProcessCollectives : public CollectiveBackend {
   ~InProcessCollectives() override;
 
   int64_t num_devices() const override { return num_devices_; }
-  absl::Status AllReduce(const CollectiveCall& call, hlo::PrimitiveType type,
-                         ReductionKind kind, const void* in, void* out,
-                         int64_t count) override;
-  absl::Status AllGather(const CollectiveCall& call, const void* in,
-                         int64_t bytes, void* out) override;
-  absl::Status ReduceScatter(const CollectiveCall& call, hlo::PrimitiveType type,
-                             ReductionKind kind, const void* in, void* out,
-                             int64_t count) override;
-  absl::Status AllToAll(const CollectiveCall& call, const void* in, void* out,
-                        int64_t chunk_bytes) override;
-  absl::Status CollectivePermute(
-      const CollectiveCall& call,
-      const std::vector<std::pair<int64_t, int64_t>>& pairs, const void* in,
-      void* out, int64_t bytes) override;
+  absl::StatusOr<bool> Submit(const CollectiveCall& call, const std::vector<CollectiveOp>& ops,
+                              const std::vector<CollectiveLeaf>& leaves,
+                              CollectiveDone done) override;
   void Abort(int64_t device, const absl::Status& reason) override;
+  void ExpireStale() override;
+  void FailPending() override;
 
  private:
   struct Rendezvous;
-  // Deposits `in`, waits for the group, returns every member's input in
-  // group order (valid until Depart).
-  absl::Status Arrive(const CollectiveCall& call, const void* in,
-                      std::shared_ptr<Rendezvous>* rv,
-                      std::vector<const void*>* inputs);
-  void Depart(const CollectiveCall& call, const std::shared_ptr<Rendezvous>& rv);
+  using Clock = std::chrono::steady_clock;
   absl::Status ValidateCall(const CollectiveCall& call) const;
+  // Fails the pending rendezvous chosen by `pick` (under mu_), then calls
+  // their members' completions (outside it).
+  void FailWhere(const std::function<absl::Status(const Rendezvous&)>& pick);
 
   int64_t num_devices_;
   InProcessCollectivesOptions options_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Rendezvous>> pending_;
   absl::Status abort_status_;  // first failure reported through Abort
 };

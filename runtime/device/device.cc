@@ -25,8 +25,9 @@ std::string HumanBytes(int64_t bytes) {
 }
 
 Device::Device(int64_t id, int64_t hbm_capacity_bytes, Clock::time_point epoch,
-               Trace* trace)
-    : id_(id), capacity_(hbm_capacity_bytes), epoch_(epoch), trace_(trace) {}
+               Trace* trace, bool record_allocations)
+    : id_(id), capacity_(hbm_capacity_bytes), epoch_(epoch), trace_(trace),
+      record_allocations_(record_allocations) {}
 
 Device::~Device() { ReleaseAll(); }
 
@@ -91,31 +92,41 @@ void* Device::TakeData(DeviceBuffer* buffer) {
 
 absl::StatusOr<DeviceBuffer*> Device::Account(int64_t bytes, const std::string& op,
                                               void* data, bool owns_data) {
-  auto* buffer = new DeviceBuffer{data, bytes, next_buffer_id_++, op, owns_data};
+  auto* buffer = new DeviceBuffer{data, bytes, next_buffer_id_++, op, owns_data, live_.size()};
   live_.push_back(buffer);
   stats_.bytes_in_use += bytes;
   stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
   stats_.num_allocs += 1;
   stats_.largest_alloc = std::max(stats_.largest_alloc, bytes);
-  const double now = NowMicros();
-  records_.push_back({AllocationRecord::Kind::kAlloc, buffer->id, op, bytes,
-                      now, stats_.bytes_in_use});
-  if (trace_ != nullptr) trace_->AddCounter({id_, now, stats_.bytes_in_use});
+  if (record_allocations_ || trace_ != nullptr) {
+    const double now = NowMicros();
+    if (record_allocations_) {
+      records_.push_back({AllocationRecord::Kind::kAlloc, buffer->id, op, bytes, now,
+                          stats_.bytes_in_use});
+    }
+    if (trace_ != nullptr) trace_->AddCounter({id_, now, stats_.bytes_in_use});
+  }
   return buffer;
 }
 
 void Device::Free(DeviceBuffer* buffer, const std::string& op) {
   if (buffer == nullptr) return;
-  auto it = std::find(live_.begin(), live_.end(), buffer);
-  if (it != live_.end()) {
-    *it = live_.back();
+  // Constant-time removal from the unordered live list.
+  const size_t at = buffer->live_index;
+  if (at < live_.size() && live_[at] == buffer) {
+    live_[at] = live_.back();
+    live_[at]->live_index = at;
     live_.pop_back();
   }
   stats_.bytes_in_use -= buffer->bytes;
-  const double now = NowMicros();
-  records_.push_back({AllocationRecord::Kind::kFree, buffer->id, op,
-                      buffer->bytes, now, stats_.bytes_in_use});
-  if (trace_ != nullptr) trace_->AddCounter({id_, now, stats_.bytes_in_use});
+  if (record_allocations_ || trace_ != nullptr) {
+    const double now = NowMicros();
+    if (record_allocations_) {
+      records_.push_back({AllocationRecord::Kind::kFree, buffer->id, op, buffer->bytes, now,
+                          stats_.bytes_in_use});
+    }
+    if (trace_ != nullptr) trace_->AddCounter({id_, now, stats_.bytes_in_use});
+  }
   if (buffer->owns_data) HostFree(buffer->data);
   delete buffer;
 }

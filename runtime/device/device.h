@@ -46,6 +46,7 @@ struct DeviceBuffer {
   // False for borrowed host memory (AllocateBorrowed) and after TakeData:
   // the device then never frees `data`.
   bool owns_data = true;
+  size_t live_index = 0;  // position in the device's live list
 };
 
 // What a run reports per device.
@@ -60,8 +61,11 @@ struct DeviceReport {
 class Device {
  public:
   using Clock = std::chrono::steady_clock;
+  // `record_allocations`: keep an AllocationRecord per allocation and free
+  // (Report().records); off, the device's memory stays flat however many
+  // allocations a run makes (a loop of millions of iterations).
   Device(int64_t id, int64_t hbm_capacity_bytes, Clock::time_point epoch,
-         Trace* trace /*nullable*/);
+         Trace* trace /*nullable*/, bool record_allocations = true);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -98,8 +102,9 @@ class Device {
   Clock::time_point epoch_;
   Trace* trace_;
   AllocatorStats stats_;
+  bool record_allocations_;
   std::vector<AllocationRecord> records_;
-  std::vector<DeviceBuffer*> live_;  // unordered; for OOM reports
+  std::vector<DeviceBuffer*> live_;  // unordered (DeviceBuffer::live_index); OOM reports
   int64_t next_buffer_id_ = 1;
 };
 

@@ -29,34 +29,50 @@ Trace::Trace(const Trace& other) {
   std::lock_guard<std::mutex> lock(other.mu_);
   events_ = other.events_;
   counters_ = other.counters_;
+  dropped_events_ = other.dropped_events_;
+  dropped_counters_ = other.dropped_counters_;
 }
 Trace& Trace::operator=(const Trace& other) {
   if (this == &other) return *this;
   std::scoped_lock lock(mu_, other.mu_);
   events_ = other.events_;
   counters_ = other.counters_;
+  dropped_events_ = other.dropped_events_;
+  dropped_counters_ = other.dropped_counters_;
   return *this;
 }
 Trace::Trace(Trace&& other) noexcept {
   std::lock_guard<std::mutex> lock(other.mu_);
   events_ = std::move(other.events_);
   counters_ = std::move(other.counters_);
+  dropped_events_ = other.dropped_events_;
+  dropped_counters_ = other.dropped_counters_;
 }
 Trace& Trace::operator=(Trace&& other) noexcept {
   if (this == &other) return *this;
   std::scoped_lock lock(mu_, other.mu_);
   events_ = std::move(other.events_);
   counters_ = std::move(other.counters_);
+  dropped_events_ = other.dropped_events_;
+  dropped_counters_ = other.dropped_counters_;
   return *this;
 }
 
 void Trace::AddEvent(TraceEvent event) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (events_.size() >= kMaxEvents) {
+    ++dropped_events_;
+    return;
+  }
   events_.push_back(std::move(event));
 }
 
 void Trace::AddCounter(CounterSample sample) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (counters_.size() >= kMaxCounters) {
+    ++dropped_counters_;
+    return;
+  }
   counters_.push_back(sample);
 }
 
@@ -65,7 +81,14 @@ std::string Trace::ToChromeJson() const {
   std::set<int64_t> devices;
   for (const TraceEvent& e : events_) devices.insert(e.device);
   for (const CounterSample& c : counters_) devices.insert(c.device);
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ns\",";
+  if (dropped_events_ > 0 || dropped_counters_ > 0) {
+    absl::StrAppend(&out, "\"otherData\":{\"truncated\":\"the trace keeps the first ",
+                    kMaxEvents, " events and ", kMaxCounters,
+                    " counter samples\",\"dropped_events\":", dropped_events_,
+                    ",\"dropped_counter_samples\":", dropped_counters_, "},");
+  }
+  out += "\"traceEvents\":[\n";
   bool first = true;
   for (int64_t d : devices) {
     AppendEvent(&out, &first,

@@ -34,7 +34,12 @@ class Trace {
   Trace(Trace&& other) noexcept;
   Trace& operator=(Trace&& other) noexcept;
 
-  // Thread-safe (devices record concurrently).
+  // Thread-safe (devices record concurrently). A trace keeps at most
+  // kMaxEvents events and kMaxCounters counter samples (a long loop would
+  // otherwise grow it without bound); the rest are counted as dropped and
+  // the JSON says so in "otherData".
+  static constexpr size_t kMaxEvents = size_t{1} << 20;
+  static constexpr size_t kMaxCounters = size_t{1} << 21;
   void AddEvent(TraceEvent event);
   void AddCounter(CounterSample sample);
 
@@ -49,6 +54,8 @@ class Trace {
   mutable std::mutex mu_;
   std::vector<TraceEvent> events_;
   std::vector<CounterSample> counters_;
+  int64_t dropped_events_ = 0;
+  int64_t dropped_counters_ = 0;
 };
 
 }  // namespace tpuoff::runtime

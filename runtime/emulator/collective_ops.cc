@@ -78,31 +78,42 @@ void Interleave(const uint8_t* src, uint8_t* dst, int64_t g, int64_t outer,
 
 }  // namespace
 
-absl::Status ExecuteCollective(ExecContext& ctx, const HloInstruction& instr,
-                               const std::vector<const void*>& in,
-                               const std::vector<void*>& out) {
+absl::StatusOr<bool> StartCollective(ExecContext& ctx, const HloInstruction& instr,
+                                     const std::vector<const void*>& in,
+                                     const std::vector<void*>& out, PendingCollective* pending,
+                                     CollectiveDone done) {
   const HloOpcode op = instr.opcode();
+  *pending = PendingCollective();
   CollectiveCall call;
   call.device = ctx.device_index;
   call.op_name = instr.name();
   const int64_t count = ctx.collective_counts[&instr]++;
-  const std::string base_key = absl::StrCat(
-      instr.name(), "#", instr.attrs().channel_id.value_or(0), "@", count);
+  call.key = absl::StrCat(instr.name(), "#", instr.attrs().channel_id.value_or(0), "@", count);
   if (op == HloOpcode::kCollectivePermute) {
     for (int64_t i = 0; i < ctx.num_devices; ++i) call.group.push_back(i);
   } else {
     ASSIGN_OR_RETURN(call.group, GroupOf(ctx, instr));
   }
   const int64_t g = static_cast<int64_t>(call.group.size());
+  // Scratch the backend reads or writes; kept by `pending` until the end.
+  auto scratch = [&](int64_t bytes) {
+    pending->scratch.emplace_back(static_cast<size_t>(bytes));
+    return pending->scratch.back().data();
+  };
+  auto add = [&](CollectiveOp o, const void* leaf_in, void* leaf_out) {
+    pending->ops.push_back(std::move(o));
+    pending->leaves.push_back({leaf_in, leaf_out});
+  };
   for (size_t leaf = 0; leaf < in.size() || leaf < out.size(); ++leaf) {
-    call.key = absl::StrCat(base_key, ".", leaf);
+    CollectiveOp o;
     switch (op) {
       case HloOpcode::kAllReduce: {
         const Shape& s = instr.operand(leaf)->shape();
-        ASSIGN_OR_RETURN(ReductionKind kind, KindOf(instr));
-        RETURN_IF_ERROR(ctx.backend->AllReduce(call, s.element_type(), kind,
-                                               in[leaf], out[leaf],
-                                               s.num_elements()));
+        o.kind = CollectiveOp::Kind::kAllReduce;
+        o.type = s.element_type();
+        ASSIGN_OR_RETURN(o.reduction, KindOf(instr));
+        o.count = s.num_elements();
+        add(std::move(o), in[leaf], out[leaf]);
         break;
       }
       case HloOpcode::kAllGather: {
@@ -110,69 +121,88 @@ absl::Status ExecuteCollective(ExecContext& ctx, const HloInstruction& instr,
         int64_t outer, inner;
         Split(s, instr.dimensions()[0], &outer, &inner);
         const int64_t row = s.dimensions(instr.dimensions()[0]) * inner;
+        o.kind = CollectiveOp::Kind::kAllGather;
+        o.count = outer * row;
         if (outer == 1) {
-          RETURN_IF_ERROR(ctx.backend->AllGather(call, in[leaf], row, out[leaf]));
+          add(std::move(o), in[leaf], out[leaf]);
         } else {
-          std::vector<uint8_t> tmp(g * outer * row);
-          RETURN_IF_ERROR(ctx.backend->AllGather(call, in[leaf], outer * row, tmp.data()));
-          Interleave(tmp.data(), static_cast<uint8_t*>(out[leaf]), g, outer, row, true);
+          uint8_t* tmp = scratch(g * outer * row);
+          add(std::move(o), in[leaf], tmp);
+          pending->after.push_back({tmp, static_cast<uint8_t*>(out[leaf]), g, outer, row});
         }
         break;
       }
       case HloOpcode::kReduceScatter: {
         const Shape& s = instr.operand(leaf)->shape();
-        ASSIGN_OR_RETURN(ReductionKind kind, KindOf(instr));
         int64_t outer, inner;
         Split(s, instr.dimensions()[0], &outer, &inner);
         const int64_t chunk_row = s.dimensions(instr.dimensions()[0]) / g * inner;
-        const int64_t width = hlo::ByteWidth(s.element_type());
-        const int64_t chunk_count = outer * chunk_row / width;
+        o.kind = CollectiveOp::Kind::kReduceScatter;
+        o.type = s.element_type();
+        ASSIGN_OR_RETURN(o.reduction, KindOf(instr));
+        o.count = outer * chunk_row / hlo::ByteWidth(s.element_type());
         if (outer == 1) {
-          RETURN_IF_ERROR(ctx.backend->ReduceScatter(call, s.element_type(), kind,
-                                                     in[leaf], out[leaf], chunk_count));
+          add(std::move(o), in[leaf], out[leaf]);
         } else {
-          std::vector<uint8_t> tmp(g * outer * chunk_row);
-          Interleave(static_cast<const uint8_t*>(in[leaf]), tmp.data(), g, outer,
-                     chunk_row, false);
-          RETURN_IF_ERROR(ctx.backend->ReduceScatter(call, s.element_type(), kind,
-                                                     tmp.data(), out[leaf], chunk_count));
+          uint8_t* tmp = scratch(g * outer * chunk_row);
+          Interleave(static_cast<const uint8_t*>(in[leaf]), tmp, g, outer, chunk_row, false);
+          add(std::move(o), tmp, out[leaf]);
         }
         break;
       }
       case HloOpcode::kAllToAll: {
+        o.kind = CollectiveOp::Kind::kAllToAll;
         if (instr.dimensions().empty()) {
           // Tuple form: operand j goes to member j; result i from member i.
           if (leaf > 0) break;
           const int64_t bytes = instr.operand(0)->shape().byte_size();
-          std::vector<uint8_t> send(g * bytes), recv(g * bytes);
-          for (int64_t j = 0; j < g; ++j) std::memcpy(send.data() + j * bytes, in[j], bytes);
-          RETURN_IF_ERROR(ctx.backend->AllToAll(call, send.data(), recv.data(), bytes));
-          for (int64_t i = 0; i < g; ++i) std::memcpy(out[i], recv.data() + i * bytes, bytes);
-          return absl::OkStatus();
+          uint8_t* send = scratch(g * bytes);
+          uint8_t* recv = scratch(g * bytes);
+          for (int64_t j = 0; j < g; ++j) {
+            if (bytes > 0) std::memcpy(send + j * bytes, in[j], bytes);
+          }
+          o.count = bytes;
+          add(std::move(o), send, recv);
+          for (int64_t i = 0; i < g; ++i) {
+            pending->copies.push_back({recv + i * bytes, static_cast<uint8_t*>(out[i]), bytes});
+          }
+          break;
         }
         const Shape& s = instr.operand(leaf)->shape();
         int64_t outer, inner;
         Split(s, instr.dimensions()[0], &outer, &inner);
         const int64_t chunk_row = s.dimensions(instr.dimensions()[0]) / g * inner;
-        std::vector<uint8_t> send(g * outer * chunk_row), recv(g * outer * chunk_row);
-        Interleave(static_cast<const uint8_t*>(in[leaf]), send.data(), g, outer,
-                   chunk_row, false);
-        RETURN_IF_ERROR(ctx.backend->AllToAll(call, send.data(), recv.data(),
-                                              outer * chunk_row));
-        Interleave(recv.data(), static_cast<uint8_t*>(out[leaf]), g, outer, chunk_row, true);
+        uint8_t* send = scratch(g * outer * chunk_row);
+        uint8_t* recv = scratch(g * outer * chunk_row);
+        Interleave(static_cast<const uint8_t*>(in[leaf]), send, g, outer, chunk_row, false);
+        o.count = outer * chunk_row;
+        add(std::move(o), send, recv);
+        pending->after.push_back({recv, static_cast<uint8_t*>(out[leaf]), g, outer, chunk_row});
         break;
       }
-      case HloOpcode::kCollectivePermute: {
-        const int64_t bytes = instr.operand(leaf)->shape().byte_size();
-        RETURN_IF_ERROR(ctx.backend->CollectivePermute(
-            call, instr.attrs().source_target_pairs, in[leaf], out[leaf], bytes));
+      case HloOpcode::kCollectivePermute:
+        o.kind = CollectiveOp::Kind::kCollectivePermute;
+        o.count = instr.operand(leaf)->shape().byte_size();
+        o.pairs = instr.attrs().source_target_pairs;
+        add(std::move(o), in[leaf], out[leaf]);
         break;
-      }
       default:
         return absl::InternalError(absl::StrCat("%", instr.name(), " is not a collective"));
     }
   }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(bool complete,
+                   ctx.backend->Submit(call, pending->ops, pending->leaves, std::move(done)));
+  if (complete) FinishCollective(*pending);
+  return complete;
+}
+
+void FinishCollective(const PendingCollective& pending) {
+  for (const PendingCollective::Interleaved& a : pending.after) {
+    Interleave(a.from, a.to, a.g, a.outer, a.row, true);
+  }
+  for (const PendingCollective::Copy& c : pending.copies) {
+    if (c.bytes > 0) std::memcpy(c.to, c.from, c.bytes);
+  }
 }
 
 }  // namespace tpuoff::runtime

@@ -24,7 +24,8 @@
 namespace tpuoff::runtime {
 
 struct RunOptions {
-  // OpenMP threads in total (0 = all available). RunSpmd gives each device
+  // Host threads in total (0 = all available; at most the hardware's).
+  // Devices take turns on min(devices, threads) worker threads, each with
   // an equal share, at least one.
   int num_threads = 0;
   // HBM capacity of each simulated device.
@@ -40,6 +41,19 @@ struct RunOptions {
   // chains (runtime/emulator/row_chain.h); for tests and debugging. Results and HBM
   // figures are bit-identical either way.
   bool disable_row_chains = false;
+  // Most iterations any one execution of a while loop may run (0: no
+  // limit); more fail the run with RESOURCE_EXHAUSTED naming the loop, its
+  // computation and the device.
+  int64_t max_loop_iterations = 0;
+  // Wall-clock limit of the whole run in seconds (0: none), checked by every
+  // device between steps: DEADLINE_EXCEEDED naming the device, the
+  // innermost loop and its iteration, and the instruction being run.
+  double timeout_seconds = 0;
+  // How long a device may wait at a collective for the rest of its group
+  // while they are still running (DEADLINE_EXCEEDED naming the waiting and
+  // the missing devices). A collective the others can no longer reach
+  // (they finished, or wait at another one) fails at once.
+  double collective_timeout_seconds = 60;
 };
 
 struct RunResult {
@@ -62,7 +76,9 @@ absl::StatusOr<RunResult> RunModule(const hlo::HloModule& module,
                                     const RunOptions& options = {});
 
 // Runs the same per-device program on N = per_device_arguments.size()
-// simulated devices concurrently (one thread per device). partition-id
+// simulated devices. They take turns on at most min(N, threads) host
+// threads: a device waiting at a collective holds no thread, so any N
+// works (2048 devices on 2 threads). partition-id
 // returns the device's index in the mesh (replica-id is 0). Collectives go
 // through `backend` (nullptr: an InProcessCollectives for N devices is
 // created). RunResult::outputs holds device 0's outputs followed by device

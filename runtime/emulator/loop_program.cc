@@ -35,12 +35,33 @@ class Builder {
           const absl::flat_hash_set<const HloInstruction*>& members)
       : p_(p), members_(members) {}
 
-  absl::StatusOr<int> Build(const HloInstruction* x) {
-    auto it = memo_.find(x);
-    if (it != memo_.end()) return it->second;
-    ASSIGN_OR_RETURN(int node, BuildUncached(x));
-    memo_[x] = node;
-    return node;
+  // The node computing `top`, its operands first. An explicit stack walks
+  // the group depth-first (operands in order, each built once), so fused
+  // chains of any length build without recursion; nodes come out in the
+  // order a recursive walk would create them.
+  absl::StatusOr<int> Build(const HloInstruction* top) {
+    std::vector<const HloInstruction*> stack = {top};
+    while (!stack.empty()) {
+      const HloInstruction* x = stack.back();
+      if (memo_.contains(x)) {
+        stack.pop_back();
+        continue;
+      }
+      bool operands_ready = true;
+      if (ExpandsOperands(x)) {
+        for (int64_t i = std::min<int64_t>(x->operand_count(), 3) - 1; i >= 0; --i) {
+          if (!memo_.contains(x->operand(i))) {
+            stack.push_back(x->operand(i));
+            operands_ready = false;
+          }
+        }
+      }
+      if (!operands_ready) continue;
+      ASSIGN_OR_RETURN(int node, BuildUncached(x));
+      memo_[x] = node;
+      stack.pop_back();
+    }
+    return memo_.at(top);
   }
 
   // A program input for a scalar operand: its literal when it is a constant
@@ -76,14 +97,13 @@ class Builder {
   bool Invariant(int node) const { return p_->nodes[node].invariant; }
 
   int InputIndex(const HloInstruction* instr, const hlo::Literal* literal) {
-    for (size_t i = 0; i < p_->inputs.size(); ++i) {
-      if (p_->inputs[i] == instr && p_->literals[i] == literal) {
-        return static_cast<int>(i);
-      }
+    auto [it, inserted] =
+        input_index_.try_emplace({instr, literal}, static_cast<int>(p_->inputs.size()));
+    if (inserted) {
+      p_->inputs.push_back(instr);
+      p_->literals.push_back(literal);
     }
-    p_->inputs.push_back(instr);
-    p_->literals.push_back(literal);
-    return static_cast<int>(p_->inputs.size()) - 1;
+    return it->second;
   }
 
   // A load of `source` (an external instruction, or a constant member read
@@ -126,6 +146,13 @@ class Builder {
     return ScalarOperand::kNone;
   }
 
+  // Whether BuildUncached(x) uses the nodes of x's operands (elementwise
+  // members); loads, mappings and iota do not.
+  bool ExpandsOperands(const HloInstruction* x) const {
+    return members_.contains(x) && x->opcode() != HloOpcode::kConstant &&
+           !hlo::IsIndexMappingOp(x->opcode()) && x->opcode() != HloOpcode::kIota;
+  }
+
   absl::StatusOr<int> BuildUncached(const HloInstruction* x) {
     const PrimitiveType type = x->shape().element_type();
     if (!members_.contains(x) || x->opcode() == HloOpcode::kConstant) {
@@ -142,7 +169,7 @@ class Builder {
       return AddNode(std::move(n));
     }
     for (int64_t i = 0; i < x->operand_count() && i < 3; ++i) {
-      ASSIGN_OR_RETURN(n.args[i], Build(x->operand(i)));
+      n.args[i] = memo_.at(x->operand(i));  // built first by Build
     }
     // With exactly the non-invariant operands as blocks, scalar variants
     // avoid splatting invariant ones (the node itself then varies).
@@ -283,24 +310,27 @@ class Builder {
   LoopProgram* p_;
   const absl::flat_hash_set<const HloInstruction*>& members_;
   absl::flat_hash_map<const HloInstruction*, int> memo_;
+  absl::flat_hash_map<std::pair<const HloInstruction*, const hlo::Literal*>, int> input_index_;
 };
 
 void FindIdentityInputs(LoopProgram* p) {
   const std::vector<int64_t> identity =
       p->shape.rank() ? p->shape.Strides() : std::vector<int64_t>{};
+  // One pass over the loads: whether each input is read, and only at the
+  // iteration index.
+  std::vector<char> read(p->inputs.size(), 0), ok(p->inputs.size(), 1);
+  for (const LoopNode& n : p->nodes) {
+    if (n.kind != LoopNode::Kind::kLoad || n.input < 0) continue;
+    read[n.input] = 1;
+    if (n.offset != 0 || n.strides != identity || !n.dynamic.empty()) ok[n.input] = 0;
+  }
   for (size_t i = 0; i < p->inputs.size(); ++i) {
     const HloInstruction* in = p->inputs[i];
     if (in == nullptr || in->shape().element_type() != p->out_type ||
         in->shape().dimensions() != p->shape.dimensions()) {
       continue;
     }
-    bool read = false, ok = true;
-    for (const LoopNode& n : p->nodes) {
-      if (n.kind != LoopNode::Kind::kLoad || n.input != static_cast<int>(i)) continue;
-      read = true;
-      if (n.offset != 0 || n.strides != identity || !n.dynamic.empty()) ok = false;
-    }
-    if (read && ok) p->identity_inputs.push_back(static_cast<int>(i));
+    if (read[i] && ok[i]) p->identity_inputs.push_back(static_cast<int>(i));
   }
 }
 
@@ -677,21 +707,30 @@ namespace {
 
 // Whether node `i` has the same value at every element of the iteration
 // space: built from constants and loads that ignore the index.
+// Whether node `i` has the same value at every element. Nodes are in
+// topological order, so one forward pass decides every node (no recursion:
+// fused chains can be hundreds of thousands of nodes long).
 bool IsUniform(const LoopProgram& p, int i) {
-  const LoopNode& n = p.nodes[i];
-  switch (n.kind) {
-    case LoopNode::Kind::kLoad:
-      return n.dynamic.empty() &&
-             std::all_of(n.strides.begin(), n.strides.end(), [](int64_t s) { return s == 0; });
-    case LoopNode::Kind::kIota:
-    case LoopNode::Kind::kIotaEq:
-      return false;
-    default:
-      for (int a : n.args) {
-        if (a >= 0 && !IsUniform(p, a)) return false;
-      }
-      return true;
+  std::vector<char> uniform(static_cast<size_t>(i) + 1, 0);
+  for (int k = 0; k <= i; ++k) {
+    const LoopNode& n = p.nodes[k];
+    switch (n.kind) {
+      case LoopNode::Kind::kLoad:
+        uniform[k] = n.dynamic.empty() && std::all_of(n.strides.begin(), n.strides.end(),
+                                                      [](int64_t s) { return s == 0; });
+        break;
+      case LoopNode::Kind::kIota:
+      case LoopNode::Kind::kIotaEq:
+        uniform[k] = 0;
+        break;
+      default:
+        uniform[k] = 1;
+        for (int a : n.args) {
+          if (a >= 0 && !uniform[a]) uniform[k] = 0;
+        }
+    }
   }
+  return uniform[i];
 }
 
 // Per-thread scratch, reused across loops (a few KB per slot).

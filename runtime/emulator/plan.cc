@@ -35,9 +35,10 @@ absl::StatusOr<LoopProgram> CompileStep(const ComputationPlan& plan,
                         absl::StrCat("planning %", x->name(), ": ",
                                      program.status().message()));
   }
+  const absl::flat_hash_set<const hlo::HloInstruction*> reads(step.reads.begin(),
+                                                               step.reads.end());
   for (const hlo::HloInstruction* in : program->inputs) {
-    if (in != nullptr &&
-        std::find(step.reads.begin(), step.reads.end(), in) == step.reads.end()) {
+    if (in != nullptr && !reads.contains(in)) {
       return absl::InternalError(absl::StrCat(
           "planning %", x->name(), ": the loop program reads %", in->name(),
           ", which the buffer plan does not schedule as a read"));

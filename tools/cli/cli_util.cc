@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
@@ -15,8 +16,22 @@ std::string OneLine(absl::string_view message) {
   return absl::StrReplaceAll(s, {{"\r\n", "; "}, {"\n", "; "}, {"\r", "; "}});
 }
 
+std::string EscapeControlCharacters(absl::string_view text, absl::string_view keep) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 || u == 0x7f) && keep.find(c) == absl::string_view::npos) {
+      absl::StrAppendFormat(&out, "\\x%02x", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 int ReportFailure(absl::string_view command, const absl::Status& status) {
-  std::string msg = OneLine(status.message());
+  std::string msg = EscapeControlCharacters(OneLine(status.message()));
   if (msg.empty()) msg = absl::StatusCodeToString(status.code());
   std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
   std::fflush(stderr);
@@ -25,14 +40,15 @@ int ReportFailure(absl::string_view command, const absl::Status& status) {
 
 int ReportFailureDetailed(absl::string_view command,
                           const absl::Status& status) {
-  std::string msg(absl::StripTrailingAsciiWhitespace(status.message()));
+  std::string msg = EscapeControlCharacters(
+      absl::StripTrailingAsciiWhitespace(status.message()), "\n");
   std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
   std::fflush(stderr);
   return kExitFailure;
 }
 
 int ReportUsageError(absl::string_view command, absl::string_view message) {
-  std::string msg = OneLine(message);
+  std::string msg = EscapeControlCharacters(OneLine(message));
   // Flag-parser messages already start with the command name.
   if (!absl::StartsWith(msg, command)) msg = absl::StrCat(command, ": ", msg);
   std::fprintf(stderr, "%s (run '%s --help' for usage)\n", msg.c_str(),

@@ -20,6 +20,11 @@ inline constexpr int kExitUsage = 2;
 // The status message on one line (newlines become "; "), for stderr.
 std::string OneLine(absl::string_view message);
 
+// `text` with control characters (bytes < 0x20 and 0x7f, except those in
+// `keep`) written as \xNN, so names from a module file cannot drive the
+// terminal. Every message and report the CLI prints goes through it.
+std::string EscapeControlCharacters(absl::string_view text, absl::string_view keep = "");
+
 // Prints "<command>: <message>" as a single line on stderr; returns
 // kExitFailure so callers can `return ReportFailure(...)`.
 int ReportFailure(absl::string_view command, const absl::Status& status);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "hlo/spmd/shard_map.h"
 #include "runtime/device/device.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
@@ -25,6 +26,8 @@
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
 #include "tools/io/json_text.h"
+#include "tools/io/host_budget.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/subcommands.h"
 
 namespace tpuoff::tools {
@@ -195,6 +198,30 @@ BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string
   return c;
 }
 
+
+// A case's kernel flags as `run` would check them, then its host memory:
+// the inputs and every device's buffers (bench refuses up front instead of
+// failing with bad_alloc in the middle).
+absl::Status CheckBenchCase(const BenchCase& c) {
+  const KernelFlags& k = c.kernel;
+  if (k.batch > (int64_t{1} << 40) / k.seq || k.batch * k.seq > (int64_t{1} << 40) / k.vocab ||
+      k.hidden > (int64_t{1} << 40) / k.vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c.name, ": --batch * --seq * --vocab (or --hidden * --vocab) is too large (> 2^40 "
+                "elements)"));
+  }
+  absl::StatusOr<std::unique_ptr<hlo::HloModule>> module = BuildShardedModule(k, c.shard);
+  if (!module.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(c.name, ": ", module.status().message()));
+  }
+  const hlo::HloModule& m = **module;
+  HostNeed need;
+  need.num_devices = std::max<int64_t>(1, m.num_partitions());
+  need.inputs = SaturatingBytes(ParameterBytes(*m.entry()), need.num_devices + 1);
+  need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
+  need.outputs = SaturatingBytes(ResultBytes(*m.entry()), need.num_devices);
+  return CheckHostMemory(absl::StrCat("bench case ", c.name, " ", k.logits_dtype), need);
+}
 }  // namespace
 
 int BenchMain(const std::vector<std::string>& args) {
@@ -275,6 +302,44 @@ int BenchMain(const std::vector<std::string>& args) {
       f.fused_seq < 1 || f.hidden < 1 || f.threads < 0 || f.bandwidth_mib < 1) {
     return ReportUsageError(kCmd, "--batch, --seq, --vocab, --block-size, --mesh, --fused-seq, "
                                   "--hidden and --bandwidth-mib must be >= 1, --threads >= 0");
+  }
+  // More threads than the machine has measure nothing (and thousands of
+  // OpenMP threads exhaust the address space).
+  const int64_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  if (f.threads > hardware) {
+    return ReportUsageError(kCmd, absl::StrCat("--threads must be in [0, ", hardware,
+                                               "] (this machine's hardware threads), got ",
+                                               f.threads));
+  }
+  if (f.mesh > hlo::kMaxMeshDevices) {
+    return ReportUsageError(kCmd, absl::StrCat("--mesh must be in [1, ", hlo::kMaxMeshDevices,
+                                               "], got ", f.mesh));
+  }
+  // The bandwidth buffer: at most 1 TiB, and it must fit in the host.
+  constexpr int64_t kMaxBandwidthMib = int64_t{1} << 20;
+  if (f.bandwidth_mib > kMaxBandwidthMib) {
+    return ReportUsageError(kCmd, absl::StrCat("--bandwidth-mib must be in [1, ",
+                                               kMaxBandwidthMib, "], got ", f.bandwidth_mib));
+  }
+  if (absl::Status st = CheckHostMemory("the bandwidth measurement (--bandwidth-mib)",
+                                        {.inputs = f.bandwidth_mib << 20});
+      !st.ok()) {
+    return ReportFailure(kCmd, st);
+  }
+  // Every case's kernel must be a valid one, and its inputs and buffers fit.
+  for (const std::string& id :
+       std::vector<std::string>(absl::StrSplit(f.cases, ',', absl::SkipEmpty()))) {
+    for (const std::string& d :
+         std::vector<std::string>(absl::StrSplit(f.dtypes, ',', absl::SkipEmpty()))) {
+      if (d != "bf16" && d != "f32") continue;  // reported below
+      if (std::find(std::begin(kAllCases), std::end(kAllCases), id) == std::end(kAllCases)) {
+        continue;
+      }
+      if (absl::Status st = CheckBenchCase(MakeCase(id, f, d)); !st.ok()) {
+        return st.code() == absl::StatusCode::kInvalidArgument ? ReportUsageError(kCmd, st.message())
+                                                               : ReportFailure(kCmd, st);
+      }
+    }
   }
   std::vector<std::string> dtypes = absl::StrSplit(f.dtypes, ',', absl::SkipEmpty());
   std::vector<std::string> case_ids = absl::StrSplit(f.cases, ',', absl::SkipEmpty());
@@ -386,6 +451,8 @@ int BenchMain(const std::vector<std::string>& args) {
         RunXlaSide(s, &r);
         report(r, r.xla, "XLA:CPU");
         report(r, r.jax, "jax.jit");
+        // A side that was asked for and failed fails the bench.
+        if (!r.xla.error.empty() || !r.jax.error.empty()) failed = true;
         if (!r.xla_case_dir.empty()) {
           std::fprintf(stderr, "%s: %s %s: XLA:CPU %s, jax.jit %s\n",
                        std::string(kCmd).c_str(), r.bench.name.c_str(), dtype.c_str(),

@@ -18,8 +18,10 @@
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/host_budget.h"
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
+#include "tools/cli/run_limit_flags.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
 #include "tools/io/random_inputs.h"
@@ -41,6 +43,7 @@ struct CompareFlags {
   int64_t threads = 0;
   double hbm_gib = 32.0;
   std::string perturb;  // OUTPUT:INDEX (testing)
+  RunLimitFlags limits;
 };
 
 // How one output compares: tolerance |got − ref| <= atol + rtol·|ref|.
@@ -123,6 +126,7 @@ int CompareMain(const std::vector<std::string>& args) {
   flags.AddOptionalDouble("rtol", &f.rtol, "relative tolerance (none = by logits dtype)");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
+  RegisterRunLimitFlags(flags, &f.limits);
   flags.AddString("perturb", &f.perturb,
                   "testing: add 1 to element INDEX (linear) of the sharded OUTPUT "
                   "before comparing",
@@ -156,6 +160,9 @@ int CompareMain(const std::vector<std::string>& args) {
   if (f.threads < 0 || f.threads > 4096) {
     return ReportUsageError(kCmd, "--threads must be in [0, 4096]");
   }
+  if (absl::Status s = CheckRunLimitFlags(f.limits); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
   std::string perturb_name;
   int64_t perturb_index = 0;
   if (!f.perturb.empty()) {
@@ -178,6 +185,24 @@ int CompareMain(const std::vector<std::string>& args) {
 
   // Identical global inputs for both.
   const hlo::HloComputation& params = *(*unsharded)->entry();
+  // Both runs' memory on the host, checked before any input exists: the
+  // inputs, the unsharded run (its outputs stay while the sharded one runs),
+  // and every device of the sharded run with its split inputs and the
+  // reassembled outputs.
+  {
+    const int64_t n = f.shard.mesh;
+    const hlo::HloModule& sm = **sharded;
+    HostNeed need;
+    need.num_devices = n;
+    need.inputs = ParameterBytes(params);
+    need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(sm)) +
+                      ParameterBytes(*sm.entry());
+    need.outputs = SaturatingBytes(ResultBytes(*(*unsharded)->entry()), 2) +
+                   std::max<int64_t>(0, DeviceBytesBeyondArguments(**unsharded));
+    if (absl::Status s = CheckHostMemory("this comparison", need); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   absl::StatusOr<std::vector<hlo::Literal>> inputs;
   if (!f.inputs.empty()) {
     inputs = LoadInputsFromDirectory(params, f.inputs);
@@ -190,12 +215,19 @@ int CompareMain(const std::vector<std::string>& args) {
     inputs = MakeRandomInputs(params, o);
   }
   if (!inputs.ok()) return ReportFailureDetailed(kCmd, inputs.status());
+  if (!f.inputs.empty()) {
+    if (absl::Status s = CheckKernelInputs(f.kernel, params, *inputs); !s.ok()) {
+      return ReportFailure(kCmd, absl::Status(s.code(), absl::StrCat("--inputs=", f.inputs,
+                                                                    ": ", s.message())));
+    }
+  }
 
   runtime::RunOptions options;
   options.num_threads = static_cast<int>(f.threads);
   options.hbm_capacity_bytes =
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
   options.record_allocations = false;
+  ApplyRunLimits(f.limits, &options);
   const std::vector<std::string> names =
       OutputNames(**unsharded, (*unsharded)->OutputNames().size());
   absl::StatusOr<runtime::RunResult> ref = runtime::RunModule(**unsharded, *inputs, options);

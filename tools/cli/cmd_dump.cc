@@ -7,6 +7,7 @@
 #include "hlo/ir/status_macros.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/kernel_flags.h"
 #include "tools/io/module_io.h"
 #include "tools/cli/shard_flags.h"

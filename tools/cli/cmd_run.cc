@@ -16,12 +16,15 @@
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
+#include "tools/io/host_budget.h"
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
+#include "tools/cli/run_limit_flags.h"
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
 #include "tools/io/random_inputs.h"
+#include "tools/io/staged_output.h"
 #include "tools/cli/shard_flags.h"
 #include "tools/cli/subcommands.h"
 
@@ -36,8 +39,10 @@ struct RunFlags {
   int64_t seed = 0;
   std::string outputs;
   std::string trace;
+  bool overwrite = false;
   double hbm_gib = 32.0;
   int64_t threads = 0;
+  RunLimitFlags limits;
   std::string input_format = "auto";
   std::string bf16_outputs = "f32";
   KernelFlags kernel;
@@ -101,8 +106,11 @@ int RunMain(const std::vector<std::string>& args) {
       "Prints each output's shape, dtype and checksum, each device's peak HBM\n"
       "and the wall time. --outputs writes <name>.npy per output (bf16 as\n"
       "float32, or ml_dtypes bfloat16 with --bf16-outputs=bf16) and\n"
-      "manifest.json, all or nothing. Running out of simulated HBM exits 1\n"
-      "and writes nothing.\n"
+      "manifest.json, all or nothing, into a new or empty directory\n"
+      "(--overwrite: replacing a previous output). A failed run (bad input,\n"
+      "out of simulated HBM, a loop or time limit) exits 1 and writes\n"
+      "nothing; the run is refused up front when the host cannot hold its\n"
+      "inputs and device buffers.\n"
       "Exit codes: 0 ok, 1 failure (bad input, out of HBM), 2 usage error.");
   flags.AddString("inputs", &f.inputs, "directory of <parameter>.npy inputs",
                   "DIR");
@@ -113,12 +121,16 @@ int RunMain(const std::vector<std::string>& args) {
                   "directory for <output>.npy + manifest.json (none = "
                   "don't write)",
                   "DIR");
-  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here",
+  flags.AddBool("overwrite", &f.overwrite,
+                "let --outputs replace a previous tpuoff output (manifest.json and the files "
+                "it lists, nothing else) instead of needing a new or empty directory");
+  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here (only when the run succeeds)",
                   "FILE");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
   flags.AddEnum("bf16-outputs", &f.bf16_outputs, {"f32", "bf16"},
                 "write bf16 outputs as float32 (exact) or as ml_dtypes bfloat16");
+  RegisterRunLimitFlags(flags, &f.limits);
   flags.AddEnum("input-format", &f.input_format,
                 {"auto", "text", "proto", "json"},
                 "format of MODULE_FILE (auto = detect)");
@@ -155,6 +167,21 @@ int RunMain(const std::vector<std::string>& args) {
   if (flags.WasSet("outputs") && f.outputs.empty()) {
     return ReportUsageError(kCmd, "--outputs needs a directory name");
   }
+  if (flags.WasSet("trace") && f.trace.empty()) {
+    return ReportUsageError(kCmd, "--trace needs a file name");
+  }
+  if (absl::Status s = CheckRunLimitFlags(f.limits); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
+  if (f.overwrite && f.outputs.empty()) {
+    return ReportUsageError(kCmd, "--overwrite only applies with --outputs=DIR");
+  }
+  // Where the outputs go is checked before the (maybe long) run.
+  if (!f.outputs.empty()) {
+    if (absl::Status s = CheckOutputDirectory(f.outputs, {.overwrite = f.overwrite}); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
 
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
       from_kernel ? BuildShardedModule(f.kernel, f.shard)
@@ -180,22 +207,53 @@ int RunMain(const std::vector<std::string>& args) {
   }
   const hlo::HloComputation& params = partitioned ? *global_params : *m.entry();
 
-  if (!flags.WasSet("inputs") && !f.random_inputs && params.num_parameters() > 0) {
+  const bool no_inputs = !flags.WasSet("inputs") && !f.random_inputs;
+  if (no_inputs && params.num_parameters() > 0) {
     std::fprintf(stderr,
                  "%s: the module has parameters: give --inputs=DIR or "
                  "--random-inputs; expected parameters:\n%s",
-                 std::string(kCmd).c_str(), ExpectedParametersText(params).c_str());
+                 std::string(kCmd).c_str(),
+                 EscapeControlCharacters(ExpectedParametersText(params), "\n").c_str());
     return kExitUsage;
   }
 
   const int64_t num_devices = std::max<int64_t>(m.num_partitions(), 1);
+  // Nothing is allocated before the host is known to hold it all: inputs,
+  // every device's planned buffers and the outputs' copies.
+  {
+    HostNeed need;
+    need.num_devices = num_devices;
+    const int64_t entry_args = ParameterBytes(*m.entry());
+    need.inputs = SaturatingBytes(entry_args, num_devices);
+    if (partitioned) need.inputs = SaturatingBytes(need.inputs, 1) + ParameterBytes(params);
+    need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
+    // Partitioned: the global outputs are assembled from the devices'; with
+    // --outputs every output is also serialised once.
+    const int64_t outputs = partitioned ? ShapesBytes(signature->global_outputs)
+                                        : SaturatingBytes(ResultBytes(*m.entry()), num_devices);
+    need.outputs = (partitioned ? outputs : 0) + (f.outputs.empty() ? 0 : outputs);
+    if (absl::Status s = CheckHostMemory("this run", need); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   // Partitioned: one set of global arguments; else one set per device.
   absl::StatusOr<std::vector<std::vector<hlo::Literal>>> arguments =
-      partitioned ? MakeArguments(m, f, 1, &params) : MakeArguments(m, f, num_devices);
+      no_inputs ? std::vector<std::vector<hlo::Literal>>(partitioned ? 1 : num_devices)
+      : partitioned ? MakeArguments(m, f, 1, &params)
+                    : MakeArguments(m, f, num_devices);
   if (!arguments.ok()) return ReportFailureDetailed(kCmd, arguments.status());
+  if (from_kernel && flags.WasSet("inputs")) {
+    for (const std::vector<hlo::Literal>& set : *arguments) {
+      if (absl::Status s = CheckKernelInputs(f.kernel, params, set); !s.ok()) {
+        return ReportFailure(kCmd, absl::Status(s.code(), absl::StrCat("--inputs=", f.inputs,
+                                                                      ": ", s.message())));
+      }
+    }
+  }
 
   runtime::RunOptions options;
   options.num_threads = static_cast<int>(f.threads);
+  ApplyRunLimits(f.limits, &options);
   options.hbm_capacity_bytes = std::max<int64_t>(
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
   options.record_trace = !f.trace.empty();
@@ -214,7 +272,7 @@ int RunMain(const std::vector<std::string>& args) {
       static_cast<int64_t>(result->outputs.size()) / output_sets;
   const std::vector<std::string> names = OutputNames(m, per_device);
   std::vector<NamedOutput> named;
-  std::string report = absl::StrCat("module ", m.name(), ": ",
+  std::string report = absl::StrCat("module ", EscapeControlCharacters(m.name()), ": ",
                                     m.entry()->num_parameters(), " parameters, ",
                                     per_device, " outputs, ", num_devices,
                                     num_devices == 1 ? " device" : " devices",
@@ -240,21 +298,25 @@ int RunMain(const std::vector<std::string>& args) {
   absl::StrAppend(&report, absl::StrFormat("wall time: %.6f s\n",
                                            result->wall_seconds));
 
-  // Files: the trace first, then the outputs; if the outputs fail the trace
-  // is taken back so a failed run leaves nothing behind.
+  // Files only after a successful run, staged first and published last:
+  // the outputs (all at once), then the trace. A failure before that
+  // leaves whatever the user had untouched.
+  std::optional<StagedFile> trace;
   if (!f.trace.empty()) {
-    if (absl::Status s = WriteFileAtomically(f.trace, result->trace.ToChromeJson());
-        !s.ok()) {
-      return ReportFailure(kCmd, s);
-    }
+    absl::StatusOr<StagedFile> staged = StagedFile::Create(f.trace, result->trace.ToChromeJson());
+    if (!staged.ok()) return ReportFailure(kCmd, staged.status());
+    trace.emplace(*std::move(staged));
   }
   if (!f.outputs.empty()) {
     NpyWriteOptions npy_options;
     npy_options.bf16_as_float32 = f.bf16_outputs == "f32";
-    if (absl::Status s = WriteOutputs(f.outputs, named, npy_options); !s.ok()) {
-      if (!f.trace.empty() && f.trace != "-") std::remove(f.trace.c_str());
-      return ReportFailure(kCmd, s);
-    }
+    absl::StatusOr<StagedDirectory> staged =
+        StageOutputs(f.outputs, named, npy_options, {.overwrite = f.overwrite});
+    if (!staged.ok()) return ReportFailure(kCmd, staged.status());
+    if (absl::Status s = staged->Commit(); !s.ok()) return ReportFailure(kCmd, s);
+  }
+  if (trace.has_value()) {
+    if (absl::Status s = trace->Commit(); !s.ok()) return ReportFailure(kCmd, s);
   }
   if (absl::Status s = WriteToStdout(report); !s.ok()) {
     return ReportFailure(kCmd, s);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hlo/ir/status_macros.h"
 
 namespace tpuoff::tools {
@@ -145,6 +146,35 @@ absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
         absl::StrCat("invalid kernel flags: ", s.message()));
   }
   return spec;
+}
+
+absl::Status CheckKernelInputs(const KernelFlags& flags, const hlo::HloComputation& params,
+                               absl::Span<const hlo::Literal> args) {
+  for (size_t i = 0; i < args.size() && i < params.parameters().size(); ++i) {
+    const hlo::HloInstruction* p = params.parameters()[i];
+    const hlo::Literal& ids = args[i];
+    if (p == nullptr || p->name() != "chosen_ids" || !ids.shape().IsArray() ||
+        ids.shape().element_type() != hlo::PrimitiveType::kS32) {
+      continue;
+    }
+    const int32_t* v = ids.data<int32_t>();
+    const int64_t n = ids.num_elements();
+    for (int64_t k = 0; k < n; ++k) {
+      if (v[k] >= 0 && v[k] < flags.vocab) continue;
+      // The position as [b,t] (row-major).
+      std::vector<int64_t> index(ids.shape().rank());
+      int64_t rest = k;
+      for (int64_t d = ids.shape().rank() - 1; d >= 0; --d) {
+        index[d] = rest % ids.shape().dimensions(d);
+        rest /= ids.shape().dimensions(d);
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chosen_ids[", absl::StrJoin(index, ","), "] = ", v[k],
+          " is outside the vocabulary [0, ", flags.vocab,
+          "): every chosen id must be a vocab index (--vocab=", flags.vocab, ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildKernelModule(

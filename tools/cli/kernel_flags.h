@@ -10,6 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hlo/ir/computation.h"
+#include "hlo/ir/literal.h"
 #include "hlo/ir/module.h"
 #include "kernels/build_kernel.h"
 #include "tools/cli/flags.h"
@@ -52,6 +55,15 @@ absl::Status CheckKernelFlagUsage(const FlagSet& flags,
 // The kernel spec the flags describe; INVALID_ARGUMENT naming the flag when
 // the config is unusable (validated by kernels::ValidateGrpoConfig).
 absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& flags);
+
+// Inputs given to a kernel the flags describe (`params`: its global
+// parameters, `args` in that order): every chosen_ids value must be a
+// vocabulary index in [0, --vocab). INVALID_ARGUMENT naming the first one
+// outside, by position. (The emitted HLO has a defined result for such ids,
+// kernels/grpo_common.h SanitizeChosenIds, but they are never what a user
+// meant.)
+absl::Status CheckKernelInputs(const KernelFlags& flags, const hlo::HloComputation& params,
+                               absl::Span<const hlo::Literal> args);
 
 // KernelSpecFromFlags + kernels::BuildKernel: the verified kernel module.
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildKernelModule(

@@ -89,6 +89,13 @@ bool ReportFits(const hlo::DeviceMemoryReport& report,
   return true;
 }
 
+namespace {
+// Byte counts the analysis may leave out (-1) as JSON null.
+nlohmann::ordered_json BytesOrNull(int64_t bytes) {
+  return bytes >= 0 ? nlohmann::ordered_json(bytes) : nlohmann::ordered_json(nullptr);
+}
+}  // namespace
+
 std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
                                const MemoryReportOptions& options) {
   const std::string cap = HumanBytes(options.hbm_capacity_bytes);
@@ -100,9 +107,14 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
     const MemoryAnalysis& a = g.analysis;
     absl::StrAppend(&out, "\n", GroupTitle(g), ":\n");
     absl::StrAppend(&out, "  peak HBM            ", Bytes(a.peak.bytes), "\n");
-    absl::StrAppend(&out, "  best-fit placement  ", Bytes(a.best_fit_bytes),
-                    " (fragmentation ", HumanBytes(a.best_fit_bytes - a.peak.bytes),
-                    ")\n");
+    if (a.best_fit_bytes >= 0) {
+      absl::StrAppend(&out, "  best-fit placement  ", Bytes(a.best_fit_bytes),
+                      " (fragmentation ", HumanBytes(a.best_fit_bytes - a.peak.bytes),
+                      ")\n");
+    } else {
+      absl::StrAppend(&out, "  best-fit placement  not computed (too many buffers live "
+                            "together)\n");
+    }
     absl::StrAppend(&out, "  at the peak         argument ", HumanBytes(a.peak.argument_bytes),
                     ", output ", HumanBytes(a.peak.output_bytes), ", temp ",
                     HumanBytes(a.peak.temp_bytes), "\n");
@@ -111,7 +123,10 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
     absl::StrAppend(&out, "  TPU-padded peak     ", Bytes(a.tpu_peak.bytes), " (padding +",
                     HumanBytes(a.tpu_peak.bytes - a.peak.bytes), ", ",
                     Percent(a.tpu_peak.bytes - a.peak.bytes, a.peak.bytes),
-                    "); best-fit ", HumanBytes(a.tpu_best_fit_bytes), "\n");
+                    "); best-fit ",
+                    a.tpu_best_fit_bytes >= 0 ? HumanBytes(a.tpu_best_fit_bytes)
+                                              : "not computed",
+                    "\n");
     absl::StrAppend(&out, "  TPU-padded split    argument ",
                     HumanBytes(a.tpu_peak.argument_bytes), ", output ",
                     HumanBytes(a.tpu_peak.output_bytes), ", temp ",
@@ -156,7 +171,7 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
     groups.push_back({{"devices", g.devices},
                       {"count", g.devices.size()},
                       {"peak_bytes", a.peak.bytes},
-                      {"best_fit_bytes", a.best_fit_bytes},
+                      {"best_fit_bytes", BytesOrNull(a.best_fit_bytes)},
                       {"argument_bytes", a.peak.argument_bytes},
                       {"output_bytes", a.peak.output_bytes},
                       {"temp_bytes", a.peak.temp_bytes},
@@ -166,7 +181,7 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
                       {"peak_instruction", name_of(a.peak.point.instruction)},
                       {"peak_where", a.peak.point.where},
                       {"tpu_peak_bytes", a.tpu_peak.bytes},
-                      {"tpu_best_fit_bytes", a.tpu_best_fit_bytes},
+                      {"tpu_best_fit_bytes", BytesOrNull(a.tpu_best_fit_bytes)},
                       {"tpu_argument_bytes", a.tpu_peak.argument_bytes},
                       {"tpu_output_bytes", a.tpu_peak.output_bytes},
                       {"tpu_temp_bytes", a.tpu_peak.temp_bytes},

@@ -28,6 +28,11 @@ absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& v,
           absl::StrCat("--", name, " only applies with --kernel=NAME"));
     }
   }
+  if (flags.WasSet("mesh") && !flags.WasSet("shard")) {
+    return absl::InvalidArgumentError(
+        "--mesh only applies with --shard=batch or --shard=vocab (it sets the devices the "
+        "kernel is sharded over)");
+  }
   if (v.mesh < 1 || v.mesh > hlo::kMaxMeshDevices) {
     return absl::InvalidArgumentError(
         absl::StrCat("--mesh must be in [1, ", hlo::kMaxMeshDevices, "], got ", v.mesh));

@@ -1,6 +1,8 @@
 #include "tools/cli/subcommands.h"
 
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -42,7 +44,29 @@ const Subcommand* FindSubcommand(const std::string& name) {
   return nullptr;
 }
 
+namespace {
+int TpuoffMainImpl(int argc, char** argv);
+}  // namespace
+
 int TpuoffMain(int argc, char** argv) {
+  // The last line of defence: the subcommands check sizes against the host
+  // before allocating, but whatever still throws ends as a message and exit
+  // 1, never as SIGABRT.
+  try {
+    return TpuoffMainImpl(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("tpuoff: out of host memory (an allocation failed)\n",
+               stderr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tpuoff: internal error: %s\n",
+                 EscapeControlCharacters(e.what()).c_str());
+  }
+  return kExitFailure;
+}
+
+namespace {
+
+int TpuoffMainImpl(int argc, char** argv) {
   if (argc < 2) {
     std::fputs(TopLevelUsage().c_str(), stderr);
     return kExitUsage;
@@ -73,5 +97,7 @@ int TpuoffMain(int argc, char** argv) {
   }
   return command->main(rest);
 }
+
+}  // namespace
 
 }  // namespace tpuoff::tools

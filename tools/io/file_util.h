@@ -1,11 +1,11 @@
-// File helpers for the CLI: whole-file reads, atomic writes (never leave a
-// partial file behind), "-" meaning stdin/stdout, and a staged output
-// directory whose contents appear all at once.
+// File helpers for the CLI: bounded whole-file reads of regular files ("-"
+// meaning stdin), errno-to-status mapping, and stdout. Writing outputs:
+// tools/io/staged_output.h.
 #ifndef TPUOFF_TOOLS_IO_FILE_UTIL_H_
 #define TPUOFF_TOOLS_IO_FILE_UTIL_H_
 
+#include <cstdint>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -13,51 +13,50 @@
 
 namespace tpuoff::tools {
 
-// Reads a whole file; "-" reads stdin. NOT_FOUND / PERMISSION_DENIED /
-// FAILED_PRECONDITION (a directory) name the path.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// "<path>: <what>: <strerror>" with the closest status code (NOT_FOUND,
+// PERMISSION_DENIED, RESOURCE_EXHAUSTED for a full disk, ...).
+absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path);
 
-// Writes `contents` to a temp file in the destination's directory, fsyncs it
-// and renames it over `path`. On any failure the temp file is removed and
-// `path` is untouched. "-" writes to stdout instead.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view contents);
+// Largest file ReadFile reads (a module, a .npy header): protobuf cannot
+// parse more than 2 GiB anyway.
+inline constexpr int64_t kMaxReadBytes = int64_t{2} << 30;
+
+// An open regular file. Opening never blocks (a FIFO is rejected, not
+// waited on) and never follows into anything but a regular file: FIFOs,
+// devices (/dev/zero), sockets and directories are FAILED_PRECONDITION
+// naming what the path is.
+class RegularFile {
+ public:
+  static absl::StatusOr<RegularFile> Open(const std::string& path);
+  RegularFile(RegularFile&& other) noexcept;
+  RegularFile& operator=(RegularFile&&) = delete;
+  RegularFile(const RegularFile&) = delete;
+  ~RegularFile();
+
+  int64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Reads exactly `n` bytes at `offset` (DATA_LOSS if the file is shorter
+  // now than it was).
+  absl::Status ReadAt(int64_t offset, void* out, int64_t n) const;
+
+ private:
+  RegularFile(std::string path, int fd, int64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  std::string path_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// Reads a whole regular file (at most `max_bytes`, else RESOURCE_EXHAUSTED
+// before reading); "-" reads stdin up to the same bound. NOT_FOUND /
+// PERMISSION_DENIED / FAILED_PRECONDITION (not a regular file) name the path.
+absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes = kMaxReadBytes);
 
 // Writes all of `contents` to stdout and flushes it.
 absl::Status WriteToStdout(absl::string_view contents);
 
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
-
-// An output directory built in a hidden sibling temp directory and published
-// by Commit(): if `final_dir` does not exist the temp directory is renamed to
-// it (all files appear at once); if it exists, each file is renamed into it,
-// in the order written (write the manifest last). If the object is destroyed
-// without a successful Commit(), the temp directory and anything moved so far
-// are removed.
-class StagedDirectory {
- public:
-  static absl::StatusOr<StagedDirectory> Create(const std::string& final_dir);
-  StagedDirectory(StagedDirectory&& other) noexcept;
-  StagedDirectory& operator=(StagedDirectory&&) = delete;
-  StagedDirectory(const StagedDirectory&) = delete;
-  ~StagedDirectory();
-
-  // Writes `name` (a plain file name, no '/') into the temp directory.
-  absl::Status WriteFile(const std::string& name, absl::string_view contents);
-  absl::Status Commit();
-
-  const std::string& final_dir() const { return final_dir_; }
-
- private:
-  StagedDirectory(std::string final_dir, std::string temp_dir)
-      : final_dir_(std::move(final_dir)), temp_dir_(std::move(temp_dir)) {}
-  void Cleanup();
-
-  std::string final_dir_;
-  std::string temp_dir_;  // empty once committed or moved from
-  std::vector<std::string> names_;
-};
 
 }  // namespace tpuoff::tools
 

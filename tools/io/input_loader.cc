@@ -3,18 +3,34 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/ir/instruction.h"
+#include "tools/io/file_names.h"
 #include "tools/io/file_util.h"
 #include "tools/io/npy.h"
 
 namespace tpuoff::tools {
 
+std::vector<std::string> InputFileNames(const hlo::HloComputation& entry) {
+  std::vector<std::string> names;
+  for (const hlo::HloInstruction* p : entry.parameters()) {
+    names.push_back(p != nullptr ? p->name() : "");
+  }
+  std::vector<std::string> files = UniqueFileStems(names);
+  for (std::string& f : files) f += ".npy";
+  return files;
+}
+
 std::string ExpectedParametersText(const hlo::HloComputation& entry) {
   std::string out;
-  for (const hlo::HloInstruction* p : entry.parameters()) {
+  const std::vector<std::string> files = InputFileNames(entry);
+  for (size_t i = 0; i < entry.parameters().size(); ++i) {
+    const hlo::HloInstruction* p = entry.parameters()[i];
+    if (p == nullptr) continue;
     const hlo::Shape& s = p->shape();
     std::string accepted = s.IsArray() ? AcceptedNpyDtypes(s.element_type()) : "";
     absl::StrAppend(
-        &out, "  ", p->name(), ".npy: ", s.ToString(),
+        &out, "  ", files[i],
+        files[i] == p->name() + ".npy" ? "" : absl::StrCat(" (parameter ", p->name(), ")"),
+        ": ", s.ToString(),
         accepted.empty()
             ? " (cannot be read from .npy)"
             : absl::StrCat(" (.npy ", accepted, ", shape (",
@@ -32,17 +48,18 @@ absl::StatusOr<std::vector<hlo::Literal>> LoadInputsFromDirectory(
         "--inputs=", dir, ": not a directory; expected parameters:\n",
         ExpectedParametersText(entry)));
   }
+  const std::vector<std::string> files = InputFileNames(entry);
   std::vector<hlo::Literal> args;
   std::vector<std::string> problems;
-  for (const hlo::HloInstruction* p : entry.parameters()) {
-    const std::string path = absl::StrCat(dir, "/", p->name(), ".npy");
+  for (size_t i = 0; i < entry.parameters().size(); ++i) {
+    const hlo::HloInstruction* p = entry.parameters()[i];
+    // A plain file name inside `dir`: a parameter name never becomes a path.
+    const std::string path = absl::StrCat(dir, "/", files[i]);
     absl::StatusOr<hlo::Literal> lit = [&]() -> absl::StatusOr<hlo::Literal> {
       if (!PathExists(path)) {
         return absl::NotFoundError(absl::StrCat(path, ": missing"));
       }
-      absl::StatusOr<NpyArray> array = ReadNpyFile(path);
-      if (!array.ok()) return array.status();
-      return NpyToLiteral(*array, p->shape(), path);
+      return ReadNpyAsLiteral(path, p->shape());
     }();
     if (!lit.ok()) {
       problems.push_back(std::string(lit.status().message()));

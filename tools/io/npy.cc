@@ -1,5 +1,6 @@
 #include "tools/io/npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -291,8 +292,8 @@ int64_t NpyArray::num_elements() const {
 
 std::string NpyArray::ShapeString() const { return ShapeTuple(shape_); }
 
-absl::StatusOr<NpyArray> ParseNpy(std::string bytes,
-                                  absl::string_view filename) {
+absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, int64_t file_size,
+                                         absl::string_view filename) {
   auto malformed = [&](absl::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat(filename, ": not a valid .npy file: ", what));
@@ -320,12 +321,16 @@ absl::StatusOr<NpyArray> ParseNpy(std::string bytes,
     header_len |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[8 + i]))
                   << (8 * i);
   }
+  if (header_len > kMaxNpyHeaderBytes) {
+    return malformed(absl::StrCat("header claims ", header_len, " bytes (the limit is ",
+                                  kMaxNpyHeaderBytes, ")"));
+  }
   if (header_len > bytes.size() - prefix) {
     return malformed(absl::StrCat("header claims ", header_len,
                                   " bytes but the file has only ",
                                   bytes.size() - prefix, " after the prefix"));
   }
-  absl::string_view header = absl::string_view(bytes).substr(prefix, header_len);
+  absl::string_view header = bytes.substr(prefix, header_len);
 
   HeaderParser p(header, filename);
   if (!p.Consume('{')) return p.Error("expected '{'");
@@ -355,43 +360,88 @@ absl::StatusOr<NpyArray> ParseNpy(std::string bytes,
     return p.Error("missing one of 'descr', 'fortran_order', 'shape'");
   }
 
-  NpyArray array;
-  ASSIGN_OR_RETURN(array.dtype_, ParseDescr(*descr, filename));
-  array.shape_ = std::move(*shape);
+  NpyHeader h;
+  ASSIGN_OR_RETURN(h.dtype, ParseDescr(*descr, filename));
+  h.shape = std::move(*shape);
   // Exact size check with overflow guards: a hostile header cannot make us
   // trust more (or fewer) bytes than are present.
-  const uint64_t available = bytes.size() - prefix - header_len;
+  h.data_offset = static_cast<int64_t>(prefix + header_len);
+  const uint64_t available = static_cast<uint64_t>(std::max<int64_t>(file_size - h.data_offset, 0));
   uint64_t count = 1;
   bool overflow = false;
-  for (int64_t d : array.shape_) {
+  for (int64_t d : h.shape) {
     if (d != 0 && count > std::numeric_limits<uint64_t>::max() / 16 /
                               static_cast<uint64_t>(d)) {
       overflow = true;
     }
     count *= static_cast<uint64_t>(d);
   }
-  const uint64_t item = NpyItemSize(array.dtype_);
+  const uint64_t item = NpyItemSize(h.dtype);
   if (overflow || count * item != available) {
     return malformed(absl::StrCat(
-        "shape ", ShapeTuple(array.shape_), " of ", NpyDtypeName(array.dtype_),
+        "shape ", ShapeTuple(h.shape), " of ", NpyDtypeName(h.dtype),
         overflow ? " is impossibly large"
                  : absl::StrCat(" needs ", count * item, " data bytes"),
         " but the file holds ", available));
   }
-  if (*fortran && array.shape_.size() > 1) {
+  if (*fortran && h.shape.size() > 1) {
     // Fortran order is only distinguishable from C order at rank >= 2; numpy
     // writes fortran_order: False for 1-D arrays anyway.
     return absl::UnimplementedError(absl::StrCat(
         filename, ": fortran_order arrays are not supported (save with "
                   "np.ascontiguousarray)"));
   }
-  array.data_offset_ = prefix + header_len;
+  h.data_bytes = static_cast<int64_t>(count * item);
+  return h;
+}
+
+absl::StatusOr<NpyArray> ParseNpy(std::string bytes,
+                                  absl::string_view filename) {
+  ASSIGN_OR_RETURN(NpyHeader h,
+                   ParseNpyHeader(bytes, static_cast<int64_t>(bytes.size()), filename));
+  NpyArray array;
+  array.dtype_ = h.dtype;
+  array.shape_ = std::move(h.shape);
+  array.data_offset_ = static_cast<size_t>(h.data_offset);
   array.bytes_ = std::move(bytes);
   return array;
 }
 
+namespace {
+
+// The header of an open .npy file, read and checked against the file's size
+// before any of its data is.
+absl::StatusOr<NpyHeader> ReadHeader(const RegularFile& f) {
+  char lead[kMagicLen + 2 + 4] = {};
+  const int64_t lead_bytes = std::min<int64_t>(f.size(), sizeof(lead));
+  RETURN_IF_ERROR(f.ReadAt(0, lead, lead_bytes));
+  absl::string_view view(lead, static_cast<size_t>(lead_bytes));
+  // The prefix tells how long the header is; read exactly that much more.
+  int64_t header_len = 0;
+  if (lead_bytes == static_cast<int64_t>(sizeof(lead)) &&
+      std::memcmp(lead, kMagic, kMagicLen) == 0) {
+    const int major = static_cast<uint8_t>(lead[6]);
+    const size_t len_bytes = major == 1 ? 2 : 4;
+    for (size_t i = 0; i < len_bytes; ++i) {
+      header_len |= static_cast<int64_t>(static_cast<uint8_t>(lead[8 + i])) << (8 * i);
+    }
+    header_len += static_cast<int64_t>(8 + len_bytes);
+  }
+  if (header_len <= lead_bytes || header_len > kMaxNpyHeaderBytes + 12) {
+    return ParseNpyHeader(view, f.size(), f.path());  // reports what is wrong
+  }
+  std::string head(static_cast<size_t>(std::min(header_len, f.size())), '\0');
+  RETURN_IF_ERROR(f.ReadAt(0, head.data(), static_cast<int64_t>(head.size())));
+  return ParseNpyHeader(head, f.size(), f.path());
+}
+
+}  // namespace
+
 absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(RegularFile f, RegularFile::Open(path));
+  RETURN_IF_ERROR(ReadHeader(f).status());  // sizes match before reading data
+  std::string bytes(static_cast<size_t>(f.size()), '\0');
+  RETURN_IF_ERROR(f.ReadAt(0, bytes.data(), f.size()));
   return ParseNpy(std::move(bytes), path);
 }
 
@@ -410,98 +460,142 @@ std::string AcceptedNpyDtypes(PrimitiveType type) {
   }
 }
 
-absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
-                                          const hlo::Shape& shape,
-                                          absl::string_view filename) {
-  const PrimitiveType type = shape.element_type();
-  auto expected = [&] {
-    std::string accepted = AcceptedNpyDtypes(type);
-    return absl::StrCat(
-        "expected ", shape.ToString(), " (numpy shape ",
-        ShapeTuple(shape.dimensions()), ", dtype ",
-        accepted.empty() ? "none: this type cannot be read from .npy" : accepted,
-        ")");
-  };
+namespace {
+
+std::string ExpectedText(const hlo::Shape& shape) {
+  std::string accepted = AcceptedNpyDtypes(shape.element_type());
+  return absl::StrCat(
+      "expected ", shape.ToString(), " (numpy shape ", ShapeTuple(shape.dimensions()),
+      ", dtype ", accepted.empty() ? "none: this type cannot be read from .npy" : accepted, ")");
+}
+
+// Whether .npy data of `src` and `dims` can fill a literal of `shape`.
+absl::Status CheckFits(NpyDtype src, const std::vector<int64_t>& dims, const hlo::Shape& shape,
+                       absl::string_view filename) {
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(absl::StrCat(
         filename, ": cannot fill a ", shape.ToString(), " value from .npy"));
   }
-  if (array.shape() != shape.dimensions()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(filename, ": holds shape ", array.ShapeString(), " ",
-                     NpyDtypeName(array.dtype()), ", ", expected()));
+  if (dims != shape.dimensions()) {
+    return absl::InvalidArgumentError(absl::StrCat(filename, ": holds shape ", ShapeTuple(dims),
+                                                   " ", NpyDtypeName(src), ", ",
+                                                   ExpectedText(shape)));
   }
-  const NpyDtype src = array.dtype();
-  const char* in = array.data().data();
-  const int64_t n = array.num_elements();
-  hlo::Literal lit(shape);
-  uint8_t* out = lit.raw();
-  auto mismatch = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat(filename, ": holds ", NpyDtypeName(src), " data, ",
-                     expected()));
-  };
+  const PrimitiveType type = shape.element_type();
+  const bool same = NativeDtype(type) == src && type != PrimitiveType::kPred;
+  const bool ok =
+      same ||
+      (hlo::IsFloatingPoint(type)
+           ? IsFloatDtype(src) &&
+                 (type == PrimitiveType::kF32 || type == PrimitiveType::kF64 ||
+                  type == PrimitiveType::kBF16 || type == PrimitiveType::kF16)
+       : type == PrimitiveType::kPred ? src == NpyDtype::kBool || src == NpyDtype::kUint8
+                                      : hlo::IsInteger(type) && IsIntDtype(src));
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(filename, ": holds ", NpyDtypeName(src),
+                                                   " data, ", ExpectedText(shape)));
+  }
+  return absl::OkStatus();
+}
 
-  if (NativeDtype(type) == src && type != PrimitiveType::kPred) {
-    std::memcpy(out, in, static_cast<size_t>(lit.raw_size()));  // same storage
-    return lit;
-  }
+// Whether the .npy bytes are the literal's storage as they are (pred
+// values are checked, so never).
+bool SameRepresentation(NpyDtype src, PrimitiveType type) {
+  return NativeDtype(type) == src && type != PrimitiveType::kPred;
+}
+
+// Converts elements [first, first + n) (the data `in` points at) into the
+// literal storage `out` of `type` (CheckFits passed). Errors name the
+// element's index in the whole array.
+absl::Status ConvertRange(NpyDtype src, const char* in, int64_t first, int64_t n,
+                          PrimitiveType type, uint8_t* out, absl::string_view filename) {
   if (hlo::IsFloatingPoint(type)) {
-    if (!IsFloatDtype(src)) return mismatch();
     for (int64_t i = 0; i < n; ++i) {
       const double v = LoadFloat(src, in, i);
+      const int64_t at = first + i;
       switch (type) {
         case PrimitiveType::kF32:
-          StoreAt<float>(out, i, static_cast<float>(v));
+          StoreAt<float>(out, at, static_cast<float>(v));
           break;
         case PrimitiveType::kF64:
-          StoreAt<double>(out, i, v);
+          StoreAt<double>(out, at, v);
           break;
         case PrimitiveType::kBF16:
           // float64 goes through float32 first (double rounding is harmless
           // for the bf16-exact inputs tests use).
-          StoreAt<uint16_t>(out, i, hlo::F32ToBf16(static_cast<float>(v)));
+          StoreAt<uint16_t>(out, at, hlo::F32ToBf16(static_cast<float>(v)));
           break;
-        case PrimitiveType::kF16:
-          StoreAt<uint16_t>(out, i, hlo::F32ToF16(static_cast<float>(v)));
+        default:  // kF16
+          StoreAt<uint16_t>(out, at, hlo::F32ToF16(static_cast<float>(v)));
           break;
-        default:
-          return mismatch();
       }
     }
-    return lit;
+    return absl::OkStatus();
   }
   if (type == PrimitiveType::kPred) {
-    if (src != NpyDtype::kBool && src != NpyDtype::kUint8) return mismatch();
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t v = LoadAt<uint8_t>(in, i);
       if (v > 1) {
         return absl::InvalidArgumentError(absl::StrCat(
-            filename, ": element ", i, " is ", static_cast<int>(v),
+            filename, ": element ", first + i, " is ", static_cast<int>(v),
             ", a pred input must hold only 0 or 1"));
       }
-      out[i] = v;
+      out[first + i] = v;
     }
+    return absl::OkStatus();
+  }
+  const auto [lo, hi] = IntRange(type);
+  for (int64_t i = 0; i < n; ++i) {
+    bool too_big = false;
+    const int64_t v = LoadInt(src, in, i, &too_big);
+    if (too_big || v < lo || v > hi) {
+      return absl::OutOfRangeError(absl::StrCat(
+          filename, ": element ", first + i, " = ",
+          too_big ? absl::StrCat(static_cast<uint64_t>(v)) : absl::StrCat(v),
+          " is out of range for ", hlo::PrimitiveTypeName(type)));
+    }
+    StoreInt(type, out, first + i, v);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
+                                          const hlo::Shape& shape,
+                                          absl::string_view filename) {
+  RETURN_IF_ERROR(CheckFits(array.dtype(), array.shape(), shape, filename));
+  hlo::Literal lit(shape);
+  if (SameRepresentation(array.dtype(), shape.element_type())) {
+    if (lit.raw_size() > 0) std::memcpy(lit.raw(), array.data().data(), lit.raw_size());
     return lit;
   }
-  if (hlo::IsInteger(type)) {
-    if (!IsIntDtype(src)) return mismatch();
-    const auto [lo, hi] = IntRange(type);
-    for (int64_t i = 0; i < n; ++i) {
-      bool too_big = false;
-      const int64_t v = LoadInt(src, in, i, &too_big);
-      if (too_big || v < lo || v > hi) {
-        return absl::OutOfRangeError(absl::StrCat(
-            filename, ": element ", i, " = ",
-            too_big ? absl::StrCat(static_cast<uint64_t>(v)) : absl::StrCat(v),
-            " is out of range for ",
-            hlo::PrimitiveTypeName(type)));
-      }
-      StoreInt(type, out, i, v);
-    }
+  RETURN_IF_ERROR(ConvertRange(array.dtype(), array.data().data(), 0, array.num_elements(),
+                               shape.element_type(), lit.raw(), filename));
+  return lit;
+}
+
+absl::StatusOr<hlo::Literal> ReadNpyAsLiteral(const std::string& path, const hlo::Shape& shape) {
+  ASSIGN_OR_RETURN(RegularFile f, RegularFile::Open(path));
+  ASSIGN_OR_RETURN(NpyHeader h, ReadHeader(f));
+  RETURN_IF_ERROR(CheckFits(h.dtype, h.shape, shape, path));
+  hlo::Literal lit(shape);
+  if (SameRepresentation(h.dtype, shape.element_type())) {
+    RETURN_IF_ERROR(f.ReadAt(h.data_offset, lit.raw(), lit.raw_size()));
     return lit;
   }
-  return mismatch();
+  // Converted in chunks: never a second copy of the whole array.
+  const int64_t item = NpyItemSize(h.dtype);
+  const int64_t n = lit.num_elements();
+  constexpr int64_t kChunk = int64_t{1} << 18;  // elements
+  std::string buf(static_cast<size_t>(std::min(n, kChunk) * item), '\0');
+  for (int64_t first = 0; first < n; first += kChunk) {
+    const int64_t count = std::min(kChunk, n - first);
+    RETURN_IF_ERROR(f.ReadAt(h.data_offset + first * item, buf.data(), count * item));
+    RETURN_IF_ERROR(ConvertRange(h.dtype, buf.data(), first, count, shape.element_type(),
+                                 lit.raw(), path));
+  }
+  return lit;
 }
 
 absl::StatusOr<std::string> NpyDescrForType(PrimitiveType type, const NpyWriteOptions& o) {

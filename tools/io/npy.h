@@ -65,11 +65,34 @@ class NpyArray {
   size_t data_offset_ = 0;
 };
 
+// A .npy header: what the data is and where it starts.
+struct NpyHeader {
+  NpyDtype dtype = NpyDtype::kFloat32;
+  std::vector<int64_t> shape;
+  int64_t data_offset = 0;
+  int64_t data_bytes = 0;
+};
+// Header dicts longer than this are rejected (numpy's are ~100 bytes).
+inline constexpr int64_t kMaxNpyHeaderBytes = int64_t{1} << 20;
+
+// Parses the magic, version and header of a .npy file from its first bytes
+// (all of the header must be in `bytes`) and checks that the data the
+// header describes is exactly what a file of `file_size` bytes holds.
+absl::StatusOr<NpyHeader> ParseNpyHeader(absl::string_view bytes, int64_t file_size,
+                                         absl::string_view filename);
+
 // Parses .npy bytes; `filename` prefixes every error (INVALID_ARGUMENT for
 // malformed files, UNIMPLEMENTED for valid but unsupported ones).
 absl::StatusOr<NpyArray> ParseNpy(std::string bytes, absl::string_view filename);
-// ReadFile + ParseNpy.
+// Reads a .npy file: a regular file only (RegularFile), whose size is
+// checked against its header before any data is read.
 absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path);
+
+// Reads a .npy file straight into a literal of exactly `shape`: the header
+// is checked (regular file, size, shape and dtype against `shape`) before
+// anything is allocated, and the data is read into the literal (converted
+// chunk by chunk when the dtypes differ), so the array is in memory once.
+absl::StatusOr<hlo::Literal> ReadNpyAsLiteral(const std::string& path, const hlo::Shape& shape);
 
 // Converts to a literal of exactly `shape` (an array shape). Errors name the
 // file, what it holds and what was expected.

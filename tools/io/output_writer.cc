@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -11,23 +12,13 @@
 #include "absl/strings/str_format.h"
 #include "hlo/ir/float16.h"
 #include "hlo/ir/status_macros.h"
-#include "tools/io/file_util.h"
+#include "tools/io/file_names.h"
 #include "tools/io/json_text.h"
+#include "tools/io/staged_output.h"
 #include "tools/io/npy.h"
 
 namespace tpuoff::tools {
 namespace {
-
-std::string FileSafe(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    out.push_back(absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.'
-                      ? c
-                      : '_');
-  }
-  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
-  return out;
-}
 
 // numpy's name for the dtype a literal is written as.
 std::string NpyDtypeNameFor(hlo::PrimitiveType t, const NpyWriteOptions& o) {
@@ -59,14 +50,7 @@ std::vector<std::string> OutputNames(const hlo::HloModule& module,
       names.push_back(absl::StrCat("output_", i));
     }
   }
-  std::set<std::string> used = {"manifest"};
-  for (std::string& n : names) {
-    std::string base = FileSafe(std::string(absl::StripAsciiWhitespace(n)));
-    n = base;
-    for (int k = 1; used.count(n) > 0; ++k) n = absl::StrCat(base, "_", k);
-    used.insert(n);
-  }
-  return names;
+  return UniqueFileStems(names, {"manifest"});
 }
 
 namespace {
@@ -100,12 +84,16 @@ template <typename At>
 void SumValues(int64_t n, At at, Checksum* c) {
   constexpr int kLanes = 8;
   double sum[kLanes] = {}, abs_sum[kLanes] = {};
-  int64_t nans[kLanes] = {};
+  int64_t nans[kLanes] = {}, pos_infs[kLanes] = {}, neg_infs[kLanes] = {};
   auto add = [&](int lane, double x) {
     const bool nan = x != x;
+    const bool inf = std::fabs(x) == std::numeric_limits<double>::infinity();
+    const bool finite = !nan && !inf;
     nans[lane] += nan;
-    sum[lane] += nan ? 0.0 : x;
-    abs_sum[lane] += nan ? 0.0 : std::fabs(x);
+    pos_infs[lane] += inf && x > 0;
+    neg_infs[lane] += inf && x < 0;
+    sum[lane] += finite ? x : 0.0;
+    abs_sum[lane] += finite ? std::fabs(x) : 0.0;
   };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -116,6 +104,8 @@ void SumValues(int64_t n, At at, Checksum* c) {
     c->sum += sum[l];
     c->abs_sum += abs_sum[l];
     c->nan_count += nans[l];
+    c->pos_inf_count += pos_infs[l];
+    c->neg_inf_count += neg_infs[l];
   }
 }
 
@@ -166,31 +156,48 @@ Checksum ComputeChecksum(const hlo::Literal& literal) {
     c.sum += p.sum;
     c.abs_sum += p.abs_sum;
     c.nan_count += p.nan_count;
+    c.pos_inf_count += p.pos_inf_count;
+    c.neg_inf_count += p.neg_inf_count;
   }
   return c;
 }
 
 std::string FormatChecksum(const Checksum& c) {
-  std::string s = absl::StrFormat("sum=%.9g abs_sum=%.9g hash=%016x", c.sum,
-                                  c.abs_sum, c.hash);
+  // Finite sums overflowing double could still meet as inf - inf: print any
+  // NaN as "nan", never printf's "-nan".
+  auto number = [](double v) {
+    return std::isnan(v) ? std::string("nan") : absl::StrFormat("%.9g", v);
+  };
+  std::string s = absl::StrFormat("sum=%s abs_sum=%s hash=%016x", number(c.sum),
+                                  number(c.abs_sum), c.hash);
   if (c.nan_count > 0) absl::StrAppend(&s, " nan=", c.nan_count);
+  if (c.pos_inf_count > 0) absl::StrAppend(&s, " +inf=", c.pos_inf_count);
+  if (c.neg_inf_count > 0) absl::StrAppend(&s, " -inf=", c.neg_inf_count);
   return s;
 }
 
 absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
-                          const NpyWriteOptions& options) {
-  ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir));
+                          const NpyWriteOptions& npy, const StagedDirectoryOptions& options) {
+  ASSIGN_OR_RETURN(StagedDirectory staged, StageOutputs(dir, outputs, npy, options));
+  return staged.Commit();
+}
+
+absl::StatusOr<StagedDirectory> StageOutputs(const std::string& dir,
+                                             absl::Span<const NamedOutput> outputs,
+                                             const NpyWriteOptions& npy,
+                                             const StagedDirectoryOptions& options) {
+  ASSIGN_OR_RETURN(StagedDirectory staged, StagedDirectory::Create(dir, options));
   std::vector<nlohmann::ordered_json> entries;
   for (const NamedOutput& out : outputs) {
     const hlo::Shape& shape = out.literal->shape();
-    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, options));
+    ASSIGN_OR_RETURN(std::string bytes, LiteralToNpy(*out.literal, npy));
     const std::string file = absl::StrCat(out.name, ".npy");
     RETURN_IF_ERROR(staged.WriteFile(file, bytes));
     nlohmann::ordered_json entry = {
         {"name", out.name},
         {"file", file},
         {"shape", shape.dimensions()},
-        {"dtype", NpyDtypeNameFor(shape.element_type(), options)},
+        {"dtype", NpyDtypeNameFor(shape.element_type(), npy)},
         {"hlo_type", hlo::PrimitiveTypeName(shape.element_type())}};
     if (out.device >= 0) entry["device"] = out.device;
     entries.push_back(std::move(entry));
@@ -199,7 +206,7 @@ absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> 
   const std::string manifest =
       JsonRecords(nlohmann::ordered_json::object(), "outputs", entries);
   RETURN_IF_ERROR(staged.WriteFile("manifest.json", manifest));
-  return staged.Commit();
+  return staged;
 }
 
 }  // namespace tpuoff::tools

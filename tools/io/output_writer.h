@@ -12,28 +12,34 @@
 #include "hlo/ir/literal.h"
 #include "tools/io/npy.h"
 #include "hlo/ir/module.h"
+#include "tools/io/staged_output.h"
 
 namespace tpuoff::tools {
 
 // Names for `num_outputs` result leaves: the module's output_names frontend
 // attribute when it has exactly that many entries, else output_<i>. Names
-// are made file-safe ([A-Za-z0-9_.-], others -> '_') and unique.
+// are made file-safe and unique (tools/io/file_names.h).
 std::vector<std::string> OutputNames(const hlo::HloModule& module,
                                      int64_t num_outputs);
 
 // Order-independent summary of an array literal, printed by `run` so results
-// can be compared at a glance: sums in double, NaN count, and a hash of the
-// raw bytes (bit-exactness): FNV-1a over 8-byte words of each 1 MiB chunk,
-// the chunks' hashes combined in order by FNV-1a. Chunks are processed in
-// parallel; results do not depend on the thread count.
+// can be compared at a glance: sums in double over the finite elements,
+// counts of NaN, +inf and -inf elements (so +inf and -inf never add up to a
+// NaN sum), and a hash of the raw bytes (bit-exactness): FNV-1a over 8-byte
+// words of each 1 MiB chunk, the chunks' hashes combined in order by
+// FNV-1a. Chunks are processed in parallel; results do not depend on the
+// thread count.
 struct Checksum {
-  double sum = 0;
-  double abs_sum = 0;
+  double sum = 0;      // of the finite elements
+  double abs_sum = 0;  // of the finite elements
   int64_t nan_count = 0;
+  int64_t pos_inf_count = 0;
+  int64_t neg_inf_count = 0;
   uint64_t hash = 0;
 };
 Checksum ComputeChecksum(const hlo::Literal& literal);
-// "sum=... abs_sum=... hash=0123456789abcdef" (+ " nan=N" when N > 0).
+// "sum=... abs_sum=... hash=0123456789abcdef" (+ " nan=N", " +inf=N",
+// " -inf=N" when N > 0).
 std::string FormatChecksum(const Checksum& c);
 
 struct NamedOutput {
@@ -44,9 +50,18 @@ struct NamedOutput {
 
 // Writes <dir>/<name>.npy for every output and <dir>/manifest.json last
 // ({"outputs": [{"name", "file", "shape", "dtype", "hlo_type", "device"?}]}).
-// Either everything is published or nothing is.
+// Either everything is published or nothing is, and nothing the user had
+// is lost (tools/io/staged_output.h: `dir` must be new, empty, or with
+// options.overwrite a previous output).
+// `npy` chooses how the arrays are written (tools/io/npy.h).
 absl::Status WriteOutputs(const std::string& dir, absl::Span<const NamedOutput> outputs,
-                          const NpyWriteOptions& options = {});
+                          const NpyWriteOptions& npy = {},
+                          const StagedDirectoryOptions& options = {});
+// The same, staged but not yet published: Commit() the result.
+absl::StatusOr<StagedDirectory> StageOutputs(const std::string& dir,
+                                             absl::Span<const NamedOutput> outputs,
+                                             const NpyWriteOptions& npy = {},
+                                             const StagedDirectoryOptions& options = {});
 
 }  // namespace tpuoff::tools
 

@@ -60,10 +60,12 @@ PY
   fi
 }
 
-# no_leftovers DIR DESCRIPTION: no temp files (.*.tmp-*) remain in DIR.
+# no_leftovers DIR DESCRIPTION: no temp files or staging directories
+# (.*tmp-*, .*tpuoff-staging-*, .*tpuoff-old-*) remain in DIR.
 no_leftovers() {
   local left
-  left=$(find "$1" -maxdepth 1 -name '.*tmp-*' | head -5)
+  left=$(find "$1" -maxdepth 1 \( -name '.*tmp-*' -o -name '.*tpuoff-staging-*' \
+                                  -o -name '.*tpuoff-old-*' \) | head -5)
   if [[ -n $left ]]; then
     fail "$2: temp files left behind: $left"
     return 1
@@ -112,3 +114,48 @@ finish() {
   echo "all checks passed"
   exit 0
 }
+
+# ---- robustness checks (tests/cli/robustness_*.sh) ---------------------------
+
+# robust DESCRIPTION WANT... -- ARGS...: runs $TPUOFF ARGS under `timeout`
+# ($ROBUST_TIMEOUT s, default 60) with stdout in $WORK/out and stderr in
+# $WORK/err. The exit code must be one of WANT (never a signal, >= 128, and
+# never the timeout, 124), and a failure (1 or 2) must say something on
+# stderr prefixed "tpuoff".
+robust() {
+  local desc=$1
+  shift
+  local wants=()
+  while [[ $1 != -- ]]; do wants+=("$1"); shift; done
+  shift
+  timeout "${ROBUST_TIMEOUT:-60}" "$TPUOFF" "$@" >"$WORK/out" 2>"$WORK/err"
+  local got=$?
+  ROBUST_RC=$got
+  if [[ $got -eq 124 ]]; then
+    fail "$desc: timed out after ${ROBUST_TIMEOUT:-60}s (tpuoff $*)"
+    return 1
+  fi
+  if [[ $got -ge 128 ]]; then
+    fail "$desc: killed by signal $((got - 128)) (tpuoff $*); stderr: $(head -c 400 "$WORK/err")"
+    return 1
+  fi
+  local w ok=0
+  for w in "${wants[@]}"; do [[ $got -eq $w ]] && ok=1; done
+  if [[ $ok -eq 0 ]]; then
+    fail "$desc: exit $got, want ${wants[*]} (tpuoff $*); stderr: $(head -c 600 "$WORK/err")"
+    return 1
+  fi
+  if [[ $got -ne 0 ]] && ! grep -q '^tpuoff' "$WORK/err"; then
+    fail "$desc: exit $got without a 'tpuoff ...' message on stderr: $(head -c 400 "$WORK/err")"
+    return 1
+  fi
+  return 0
+}
+
+# is_asan: the binary is instrumented (ulimit -v cannot apply to it).
+is_asan() { grep -qa '__asan_init' "$TPUOFF"; }
+
+# limit_memory KB: `ulimit -v` for the rest of the script (not under ASan,
+# whose shadow memory reserves terabytes of address space).
+limit_memory() { is_asan || ulimit -v "$1"; }
+

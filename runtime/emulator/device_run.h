@@ -1,0 +1,96 @@
+// Internal: one simulated device running the entry computation of a planned
+// module, as a resumable task. Computations called by while, call,
+// conditional and fusion run as frames on an explicit stack (never by
+// recursion, so call chains of any depth run), and a collective that has to
+// wait for other devices suspends the task instead of blocking its thread:
+// the executor (runtime/emulator/executor.cc) runs many devices on a few
+// threads and resumes a device when its collective completes.
+#ifndef TPUOFF_RUNTIME_EMULATOR_DEVICE_RUN_H_
+#define TPUOFF_RUNTIME_EMULATOR_DEVICE_RUN_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "hlo/ir/literal.h"
+#include "runtime/emulator/exec_context.h"
+
+namespace tpuoff::runtime {
+
+// Limits every device of a run checks between steps.
+struct RunLimits {
+  using Clock = std::chrono::steady_clock;
+  // Most iterations of any one execution of a while loop (0: no limit).
+  int64_t max_loop_iterations = 0;
+  // The run fails once this passes (seconds: for messages; 0 = no limit).
+  double timeout_seconds = 0;
+  Clock::time_point deadline = Clock::time_point::max();
+  // Set when some device failed: the others stop at their next step.
+  std::atomic<bool>* abort = nullptr;
+};
+
+class DeviceRun {
+ public:
+  enum class Progress { kFinished, kWaiting };
+
+  DeviceRun(ExecContext* ctx, absl::Span<const hlo::Literal> arguments,
+            const RunLimits* limits);
+  ~DeviceRun();
+  DeviceRun(const DeviceRun&) = delete;
+  DeviceRun& operator=(const DeviceRun&) = delete;
+
+  // Runs until the device finishes (outputs ready), fails, or waits at a
+  // collective (kWaiting: call Resume again once `on_collective_done` was
+  // called). Never throws: host allocation failures become
+  // RESOURCE_EXHAUSTED.
+  absl::StatusOr<Progress> Resume();
+
+  // Set before the first Resume: called (from any thread) when a
+  // collective the device waits at completes or fails; the executor then
+  // queues the device to be resumed.
+  void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+
+  // The entry's result leaves, once finished.
+  std::vector<hlo::Literal> TakeOutputs() { return std::move(outputs_); }
+
+  // A computation's buffers (internal; public for the helpers in the .cc).
+  struct FrameView;
+
+ private:
+  struct Frame;
+  absl::StatusOr<Progress> ResumeImpl();
+  absl::Status Start();
+  absl::Status CheckLimits();
+  void Enter(const ComputationPlan& plan, const std::vector<DeviceBuffer*>& args);
+  absl::StatusOr<bool> StartCallee();
+  absl::StatusOr<bool> Return(std::vector<DeviceBuffer*> result);
+  void FinishStep();
+  absl::Status RunChain(const RowChain& chain);
+  absl::Status ExecuteOp(Frame& f, const Step& step);
+  absl::StatusOr<bool> StartCollectiveStep(Frame& f, const Step& step);
+  absl::Status MakeOutputs(const std::vector<DeviceBuffer*>& result);
+  std::string Where() const;
+
+  ExecContext* ctx_;
+  absl::Span<const hlo::Literal> arguments_;
+  const RunLimits* limits_;
+  std::vector<Frame> frames_;
+  bool started_ = false;
+  bool waiting_ = false;
+  PendingCollective pending_;
+  absl::Status collective_status_;
+  std::function<void()> wake_;
+  std::vector<hlo::Literal> outputs_;
+  uint64_t polls_ = 0;
+  RunLimits::Clock::time_point last_poll_{};
+};
+
+}  // namespace tpuoff::runtime
+
+#endif  // TPUOFF_RUNTIME_EMULATOR_DEVICE_RUN_H_

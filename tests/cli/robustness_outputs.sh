@@ -1,0 +1,129 @@
+#!/bin/bash
+# Robustness, outputs: a failed run never deletes or replaces anything the
+# user had; --outputs is published all or nothing (a kill -9 at any point
+# of the commit leaves the old output or the new one, and the next run
+# cleans up what the killed one left); staging happens inside DIR when only
+# DIR is writable; messages name the user's path; --out/--trace write
+# through devices and FIFOs and keep symlinks; the trace is written only on
+# success; nothing is written outside the output location.
+TPUOFF=$(realpath "$1") SRC=$(realpath "$2")
+source "$SRC/tests/cli/data/helpers.bash"
+limit_memory 3000000
+export ROBUST_TIMEOUT=30
+M="$SRC/tests/cli/data/add_mul.hlo"
+cd "$WORK" || exit 1
+
+# The user's files in the output directory survive a refused run.
+mkdir user_out
+echo "user data" >user_out/a.npy
+mkdir user_out/b.npy
+robust "non-empty --outputs refused" 1 -- run "$M" --random-inputs --outputs=user_out && {
+  expect_in "$WORK/err" "user_out: is not empty" "names the user's directory"
+  grep -q "tpuoff-staging" "$WORK/err" && fail "message names a staging path: $(cat "$WORK/err")"
+}
+[[ $(cat user_out/a.npy) == "user data" && -d user_out/b.npy ]] || fail "the user's user_out/a.npy or user_out/b.npy changed"
+robust "--overwrite of a non-output refused" 1 -- run "$M" --random-inputs --outputs=user_out --overwrite
+[[ $(cat user_out/a.npy) == "user data" && -d user_out/b.npy ]] || fail "--overwrite touched the user's files"
+
+# A failing run (out of simulated HBM) leaves the trace and outputs alone.
+echo "user trace" >trace.json
+robust "failed run" 1 -- run "$M" --random-inputs --hbm-gib=0.00000001 --outputs=new \
+  --trace=trace.json
+[[ $(cat trace.json) == "user trace" ]] || fail "a failed run replaced trace.json"
+[[ -e new ]] && fail "a failed run created its output directory"
+# A good run replaces the trace; a symlinked trace stays a symlink.
+mkdir traces
+ln -s traces/real.json link.json
+robust "trace through a symlink" 0 -- run "$M" --random-inputs --trace=link.json
+[[ -L link.json ]] || fail "--trace replaced the symlink"
+grep -q traceEvents traces/real.json || fail "the symlink's target holds no trace"
+before=$(ls -A "$WORK" | sort | tr '\n' ' ')
+robust "new output directory" 0 -- run "$M" --random-inputs --seed=1 --outputs=res
+after=$(ls -A "$WORK" | sort | tr '\n' ' ')
+[[ $after == "$(echo "$before res" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')" ]] ||
+  fail "something besides res/ appeared: before [$before] after [$after]"
+[[ -f res/manifest.json && -f res/prod.npy && -f res/total.npy ]] || fail "res/ incomplete"
+no_leftovers "$WORK" "after a good run"
+
+# Devices and FIFOs are written through, never replaced.
+robust "--out=/dev/stdout" 0 -- dump "$M" --out=/dev/stdout &&
+  expect_in "$WORK/out" "HloModule add_mul" "written through /dev/stdout"
+if [[ $(id -u) -eq 0 ]] && mknod "$WORK/null" c 1 3 2>/dev/null; then
+  dev="$WORK/null"  # a char device of our own: a regression cannot hurt /dev/null
+else
+  dev=/dev/null
+fi
+robust "--out to a character device" 0 -- dump "$M" --out="$dev"
+[[ -c $dev ]] || fail "--out replaced the character device $dev"
+mkfifo pipe
+timeout 20 cat pipe >from_pipe &
+reader=$!
+robust "--out to a FIFO" 0 -- dump "$M" --out=pipe
+wait "$reader"
+[[ -p pipe ]] || fail "--out replaced the FIFO"
+grep -q "HloModule add_mul" from_pipe || fail "nothing came through the FIFO"
+
+# kill -9 during a commit: the old output or the new one, never a mix; the
+# next run removes what the killed one left behind.
+signature() { (cd "$1" && cat manifest.json ./*.npy | md5sum); }
+kill_commit() {  # K ARGS...: run with the kill hook, expect SIGKILL
+  local k=$1
+  shift
+  TPUOFF_TEST_KILL_IN_COMMIT=$k timeout 30 "$TPUOFF" "$@" >/dev/null 2>&1
+  local rc=$?
+  [[ $rc -eq 137 ]] || fail "kill hook $k: exit $rc, want 137 (tpuoff $*)"
+}
+kill_commit 1 run "$M" --random-inputs --seed=2 --outputs=fresh
+[[ -e fresh ]] && fail "killed before publishing, yet fresh/ exists"
+robust "next run after a kill" 0 -- run "$M" --random-inputs --seed=2 --outputs=fresh
+no_leftovers "$WORK" "stale staging removed by the next run"
+old=$(signature res)
+kill_commit 1 run "$M" --random-inputs --seed=7 --outputs=res --overwrite
+[[ $(signature res) == "$old" ]] || fail "killed before the swap, yet res/ changed"
+kill_commit 3 run "$M" --random-inputs --seed=7 --outputs=res --overwrite
+new=$(signature res)
+[[ $new != "$old" ]] || fail "killed after the swap, yet res/ holds the old output"
+robust "new output, reference" 0 -- run "$M" --random-inputs --seed=7 --outputs=ref
+[[ $new == "$(signature ref)" ]] || fail "killed after the swap: res/ is not the complete new output"
+robust "next run cleans the old output" 0 -- run "$M" --random-inputs --seed=8 --outputs=res --overwrite
+no_leftovers "$WORK" "old output removed"
+
+# Only the output directory is writable: staging happens inside it (as an
+# unprivileged user, since root ignores permissions).
+as_user=()
+USER_TPUOFF=$TPUOFF
+if [[ $(id -u) -eq 0 ]]; then
+  command -v setpriv >/dev/null || { fail "setpriv (util-linux) needed to test as a user"; finish; }
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  # The binary and module where that user can reach them.
+  cp "$TPUOFF" "$WORK/tpuoff" && chmod 755 "$WORK/tpuoff" && USER_TPUOFF="$WORK/tpuoff"
+  cp "$M" "$WORK/m.hlo" && chmod 644 "$WORK/m.hlo" && M="$WORK/m.hlo"
+fi
+mkdir -p locked/out
+chmod 755 "$WORK"
+chmod 777 locked/out
+chmod 555 locked
+user_run() { timeout 30 "${as_user[@]}" "$USER_TPUOFF" "$@" >"$WORK/out" 2>"$WORK/err"; }
+user_run run "$M" --random-inputs --outputs=locked/out
+rc=$?
+[[ $rc -eq 0 ]] || fail "only DIR writable: exit $rc: $(cat "$WORK/err")"
+[[ -f locked/out/manifest.json && -f locked/out/prod.npy ]] || fail "only DIR writable: no output"
+no_leftovers locked/out "staging inside DIR removed"
+user_run run "$M" --random-inputs --outputs=locked/out
+[[ $? -eq 1 ]] || fail "only DIR writable, not empty: want exit 1"
+grep -q "locked/out: is not empty" "$WORK/err" || fail "message does not name locked/out: $(cat "$WORK/err")"
+grep -q tpuoff-staging "$WORK/err" && fail "message names a staging path: $(cat "$WORK/err")"
+user_run run "$M" --random-inputs --outputs=locked/new
+[[ $? -eq 1 ]] && grep -q "locked/new: cannot create it" "$WORK/err" ||
+  fail "unwritable parent, new DIR: $(cat "$WORK/err")"
+# Killed while moving files in one by one: the next run takes them back.
+chmod 777 locked && rm -rf locked/out && mkdir locked/out && chmod 777 locked/out && chmod 555 locked
+TPUOFF_TEST_KILL_IN_COMMIT=2 timeout 30 "${as_user[@]}" "$USER_TPUOFF" run "$M" --random-inputs \
+  --outputs=locked/out >/dev/null 2>&1
+[[ $? -eq 137 ]] || fail "kill hook inside DIR did not fire"
+[[ -e locked/out/manifest.json ]] && fail "killed mid-move, yet the manifest is there"
+user_run run "$M" --random-inputs --outputs=locked/out
+[[ $? -eq 0 && -f locked/out/manifest.json ]] || fail "after a kill mid-move: $(cat "$WORK/err")"
+no_leftovers locked/out "killed staging inside DIR removed"
+chmod 755 locked
+finish
