@@ -227,7 +227,7 @@ absl::Status ParseFlags(tools::FlagSet& fs, tools::KernelFlags* k,
                         std::vector<std::string> args) {
   tools::RegisterKernelFlags(fs, k);
   if (absl::Status s = fs.Parse(args); !s.ok()) return s;
-  return tools::CheckKernelFlagUsage(fs, *k);
+  return tools::CheckKernelFlagUsage(fs, k);
 }
 
 TEST(GrpoFusedFlagsTest, HiddenAndTokenChunkReachTheSpec) {

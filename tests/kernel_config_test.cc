@@ -57,7 +57,7 @@ TEST(GrpoConfigTest, RejectsBadValuesWithClearErrors) {
       {"block_zero", [](GrpoConfig* c) { c->block_size = 0; }, "block_size must be > 0"},
       {"block_negative", [](GrpoConfig* c) { c->block_size = -8; }, "block_size must be > 0"},
       {"time_block_zero", [](GrpoConfig* c) { c->time_block = 0; }, "time_block"},
-      {"eps_low_one", [](GrpoConfig* c) { c->eps_low = 1.0; }, "eps_low must be in [0, 1)"},
+      {"eps_low_above_one", [](GrpoConfig* c) { c->eps_low = 1.01; }, "eps_low must be in [0, 1]"},
       {"eps_low_negative", [](GrpoConfig* c) { c->eps_low = -0.1; }, "eps_low"},
       {"eps_high_negative", [](GrpoConfig* c) { c->eps_high = -0.1; }, "eps_high"},
       {"eps_high_nan", [](GrpoConfig* c) { c->eps_high = NAN; }, "eps_high"},
@@ -79,6 +79,39 @@ TEST(GrpoConfigTest, RejectsBadValuesWithClearErrors) {
          c->token_count_input = true;
        },
        "needs loss_type token_mean"},
+      // Policy-loss variants (v2): bad values and contradictory pairs.
+      {"delta_with_gspo",
+       [](GrpoConfig* c) {
+         c->policy_loss = PolicyLoss::kGspo;
+         c->delta = 2.0;
+       },
+       "delta (the upper ratio clamp) applies to policy_loss ppo_clip only, not gspo"},
+      {"delta_with_cispo",
+       [](GrpoConfig* c) {
+         c->policy_loss = PolicyLoss::kCispo;
+         c->delta = 2.0;
+       },
+       "not cispo"},
+      {"log_ratio_clamp_zero", [](GrpoConfig* c) { c->log_ratio_clamp = 0.0; },
+       "log_ratio_clamp must be finite and > 0"},
+      {"log_ratio_clamp_nan", [](GrpoConfig* c) { c->log_ratio_clamp = NAN; }, "log_ratio_clamp"},
+      {"entropy_coef_inf", [](GrpoConfig* c) { c->entropy_coef = INFINITY; },
+       "entropy_coef must be finite"},
+      {"sapo_tau_pos_zero", [](GrpoConfig* c) { c->sapo_tau_pos = 0; }, "sapo_tau_pos must be"},
+      {"sapo_tau_neg_negative", [](GrpoConfig* c) { c->sapo_tau_neg = -1; },
+       "sapo_tau_neg must be"},
+      {"is_cap_zero", [](GrpoConfig* c) { c->is_cap = 0; }, "is_cap must be finite and > 0"},
+      {"empty_rows_skip_token_mean", [](GrpoConfig* c) { c->empty_rows = EmptyRows::kSkip; },
+       "empty_rows skip applies to loss_type sequence_mean only, not token_mean"},
+      {"row_count_without_skip",
+       [](GrpoConfig* c) {
+         c->loss_type = LossType::kSequenceMean;
+         c->row_count_input = true;
+       },
+       "total_nonempty_rows) needs loss_type sequence_mean with empty_rows skip, not "
+       "sequence_mean with empty_rows count"},
+      {"row_count_token_mean", [](GrpoConfig* c) { c->row_count_input = true; },
+       "not token_mean with empty_rows count"},
   };
   for (const BadConfigCase& tc : cases) {
     GrpoConfig c = Small();
@@ -104,12 +137,47 @@ TEST(GrpoConfigTest, AcceptsEdgeValues) {
   EXPECT_TRUE(ValidateGrpoConfig(c).ok());
   c.block_size = 1 << 20;     // larger than V: one tile
   EXPECT_TRUE(ValidateGrpoConfig(c).ok());
+  c.eps_low = 1.0;            // TRL's upper-only cispo cap: clipped below at 0
+  c.entropy_coef = -0.5;      // an entropy penalty
+  c.log_ratio_clamp = 1e-6;
+  EXPECT_TRUE(ValidateGrpoConfig(c).ok());
+  // Parameters of a term the config leaves out are carried, not refused.
+  GrpoConfig unused = Small();
+  unused.kl_estimator = KlEstimator::kLowVarKl;  // beta 0
+  unused.sapo_tau_pos = 3;                       // not sapo
+  unused.is_mode = IsMode::kMask;                // is_level none
+  unused.is_cap = 5;
+  EXPECT_TRUE(ValidateGrpoConfig(unused).ok());
 }
 
 TEST(GrpoConfigTest, EnumNamesRoundTrip) {
   for (auto m : {TemperatureMode::kPreSoftmax, TemperatureMode::kPostLse}) {
     EXPECT_EQ(*ParseTemperatureMode(TemperatureModeName(m)), m);
   }
+  for (auto v : {PolicyLoss::kPpoClip, PolicyLoss::kGspo, PolicyLoss::kGspoToken,
+                 PolicyLoss::kCispo, PolicyLoss::kSapo}) {
+    EXPECT_EQ(*ParsePolicyLoss(PolicyLossName(v)), v);
+  }
+  EXPECT_EQ(PolicyLossName(PolicyLoss::kGspoToken), "gspo_token");
+  for (auto v : {KlEstimator::kK3, KlEstimator::kK1, KlEstimator::kK2, KlEstimator::kLowVarKl}) {
+    EXPECT_EQ(*ParseKlEstimator(KlEstimatorName(v)), v);
+  }
+  EXPECT_EQ(KlEstimatorName(KlEstimator::kLowVarKl), "low_var_kl");
+  for (auto v : {IsLevel::kNone, IsLevel::kToken, IsLevel::kSequence}) {
+    EXPECT_EQ(*ParseIsLevel(IsLevelName(v)), v);
+  }
+  for (auto v : {IsMode::kTruncate, IsMode::kMask}) EXPECT_EQ(*ParseIsMode(IsModeName(v)), v);
+  for (auto v : {EmptyRows::kCount, EmptyRows::kSkip}) {
+    EXPECT_EQ(*ParseEmptyRows(EmptyRowsName(v)), v);
+  }
+  for (auto v : {AdvantageShape::kSequence, AdvantageShape::kToken}) {
+    EXPECT_EQ(*ParseAdvantageShape(AdvantageShapeName(v)), v);
+  }
+  absl::StatusOr<PolicyLoss> bad = ParsePolicyLoss("ppo");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("unknown policy loss 'ppo' (expected ppo_clip, gspo, gspo_token, cispo, "
+                        "sapo)"));
   for (auto t : {LossType::kTokenMean, LossType::kSequenceMean, LossType::kConstant}) {
     EXPECT_EQ(*ParseLossType(LossTypeName(t)), t);
   }
@@ -134,6 +202,22 @@ TEST(GrpoConfigTest, ParameterNamesFollowTheSpec) {
   EXPECT_THAT(GrpoParameterNames(c, KernelMode::kBwd),
               ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "ref_logp",
                           "total_valid_tokens", "lse", "logp"));
+  // v2 inputs: sampler_logp after ref_logp, the row count after the token
+  // count, and the backward's entropy after lse/logp.
+  c.on_policy = false;
+  c.token_count_input = false;
+  c.is_level = IsLevel::kSequence;
+  c.loss_type = LossType::kSequenceMean;
+  c.empty_rows = EmptyRows::kSkip;
+  c.row_count_input = true;
+  c.entropy_coef = 0.01;
+  EXPECT_THAT(GrpoParameterNames(c, KernelMode::kBwd),
+              ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "old_logp",
+                          "ref_logp", "sampler_logp", "total_nonempty_rows", "lse", "logp",
+                          "entropy"));
+  EXPECT_THAT(GrpoParameterNames(c, KernelMode::kFwdBwd),
+              ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "old_logp",
+                          "ref_logp", "sampler_logp", "total_nonempty_rows"));
   EXPECT_THAT(GrpoOutputNames(KernelMode::kFwd),
               ElementsAre("loss", "per_token_loss", "logp", "entropy", "lse"));
   EXPECT_THAT(GrpoOutputNames(KernelMode::kBwd), ElementsAre("dlogits"));
@@ -172,6 +256,38 @@ TEST(GrpoConfigTest, FromCaseJsonText) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->loss_type, LossType::kConstant);
   EXPECT_EQ(c->max_len, 16);
+
+  // Every v2 parameter.
+  c = GrpoConfigFromCaseJson(R"({"shape": {"B": 4, "T": 7, "V": 40},
+      "params": {"policy_loss": "gspo_token", "kl_estimator": "low_var_kl", "beta": 0.1,
+                 "log_ratio_clamp": 0.4, "advantage_shape": "token", "entropy_coef": -0.02,
+                 "loss_type": "sequence_mean", "empty_rows": "skip", "total_nonempty_rows": 3,
+                 "sapo_tau_pos": 0.8, "sapo_tau_neg": 1.3, "is_level": "sequence",
+                 "is_mode": "mask", "is_cap": 1.5, "eps_low": 1.0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy_loss, PolicyLoss::kGspoToken);
+  EXPECT_EQ(c->kl_estimator, KlEstimator::kLowVarKl);
+  EXPECT_EQ(c->log_ratio_clamp, 0.4);
+  EXPECT_EQ(c->advantage_shape, AdvantageShape::kToken);
+  EXPECT_EQ(c->entropy_coef, -0.02);
+  EXPECT_EQ(c->empty_rows, EmptyRows::kSkip);
+  EXPECT_TRUE(c->row_count_input);
+  EXPECT_EQ(c->sapo_tau_pos, 0.8);
+  EXPECT_EQ(c->sapo_tau_neg, 1.3);
+  EXPECT_EQ(c->is_level, IsLevel::kSequence);
+  EXPECT_EQ(c->is_mode, IsMode::kMask);
+  EXPECT_EQ(c->is_cap, 1.5);
+  EXPECT_EQ(c->eps_low, 1.0);
+
+  // A preset, then params over it.
+  c = GrpoConfigFromCaseJson(R"({"shape": {"B": 2, "T": 3, "V": 40}, "preset": "tunix-grpo",
+      "params": {"beta": 0.0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->loss_type, LossType::kSequenceMean);
+  EXPECT_EQ(c->empty_rows, EmptyRows::kSkip);
+  EXPECT_EQ(c->kl_estimator, KlEstimator::kK1);
+  EXPECT_EQ(c->log_ratio_clamp, 20.0);
+  EXPECT_EQ(c->beta, 0.0);
 }
 
 TEST(GrpoConfigTest, FromCaseJsonErrors) {
@@ -193,6 +309,16 @@ TEST(GrpoConfigTest, FromCaseJsonErrors) {
       {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"temperature": "hot"}})",
        "params.temperature must be a number"},
       {R"({"shape": {"B": 2, "T": 3, "V": 4},)", "case.json:1:"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"policy_loss": "ppo"}})",
+       "params.policy_loss: unknown policy loss 'ppo'"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"is_level": 1}})",
+       "params.is_level must be a string"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"entropy_coef": "high"}})",
+       "params.entropy_coef must be a number"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"policy_loss": "sapo", "delta": 2}})",
+       "applies to policy_loss ppo_clip only, not sapo"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "preset": "trl"})", "unknown preset 'trl'"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "preset": 3})", "preset must be a string"},
   };
   for (const Bad& tc : cases) {
     absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(tc.json);
