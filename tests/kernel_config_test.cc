@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -331,12 +332,13 @@ TEST(GrpoConfigTest, FromCaseJsonErrors) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("/nonexistent/case_dir/case.json"));
 }
 
-// Every test-vector case of grpo/ and grpo_fused/ (own, and shared when
-// configured) reads into a valid config whose shape matches its inputs.
+// Every test-vector case of grpo/, grpo_fused/ and their v2 folders (own, and
+// shared when configured) reads into a valid config whose shape and optional
+// inputs match the case's inputs.
 TEST(GrpoConfigTest, ReadsEveryTestVectorCase) {
   int n = 0;
-  for (const char* folder : {"grpo", "grpo_fused"}) {
-    const bool fused = std::string(folder) == "grpo_fused";
+  for (const char* folder : {"grpo", "grpo_fused", "grpo_v2", "grpo_fused_v2"}) {
+    const bool fused = absl::StartsWith(folder, "grpo_fused");
     for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
       SCOPED_TRACE(vc.label);
       absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
@@ -361,75 +363,45 @@ TEST(GrpoConfigTest, ReadsEveryTestVectorCase) {
       EXPECT_EQ(!inputs.contains("old_logp"), c->on_policy);
       EXPECT_EQ(inputs.contains("ref_logp"), c->beta != 0);
       EXPECT_EQ(inputs.contains("total_valid_tokens"), c->token_count_input);
+      EXPECT_EQ(inputs.contains("total_nonempty_rows"), c->row_count_input);
+      EXPECT_EQ(inputs.contains("sampler_logp"), c->is_level != IsLevel::kNone);
+      EXPECT_EQ(inputs["advantages"]["shape"].size(),
+                c->advantage_shape == AdvantageShape::kToken ? 2u : 1u);
+      // The module's parameters are exactly the case's inputs.
+      std::vector<std::string> names = GrpoParameterNames(*c, KernelMode::kFwd);
+      if (fused) {
+        names.erase(names.begin());
+        names.insert(names.begin(), {"hidden", "lm_head"});
+      }
+      std::vector<std::string> given;
+      for (const auto& [name, spec] : inputs.items()) given.push_back(name);
+      std::sort(names.begin(), names.end());
+      std::sort(given.begin(), given.end());
+      EXPECT_EQ(names, given);
       ++n;
     }
   }
-  EXPECT_GE(n, 15);
+  EXPECT_GE(n, 15 + 19 + 3);
 }
 
-// The v2 cases (GRPO_SPEC.md "Policy-loss variants"): GrpoConfig does not hold
-// those options yet, so each case either reads (every v2 key at its default:
-// the v1 loss) or is refused as Unimplemented naming a v2 parameter.
-TEST(GrpoConfigTest, V2CasesReadOrAreRefusedByName) {
-  const std::vector<std::string> v2_keys = {
-      "policy_loss", "kl_estimator",    "log_ratio_clamp", "advantage_shape",
-      "entropy_coef", "empty_rows",     "sapo_tau_pos",    "sapo_tau_neg",
-      "is_level",     "is_mode",        "is_cap",          "total_nonempty_rows"};
-  int read = 0, refused = 0;
-  for (const char* folder : {"grpo_v2", "grpo_fused_v2"}) {
-    for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
-      absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
-      if (c.ok()) {
-        ++read;
-        continue;
-      }
-      ++refused;
-      EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented) << vc.label << c.status();
-      const std::string msg(c.status().message());
-      EXPECT_TRUE(std::any_of(v2_keys.begin(), v2_keys.end(), [&](const std::string& k) {
-        return msg.find("params." + k + "=") != std::string::npos;
-      })) << vc.label << ": " << msg;
-    }
-  }
-  EXPECT_GE(read, 1);      // ppo_clip_explicit_defaults
-  EXPECT_GE(refused, 20);
-}
-
-TEST(GrpoConfigTest, V2ParametersAtDefaultsReadOthersAreNamed) {
-  const std::string shape = R"("shape": {"B": 2, "T": 3, "V": 4}, )";
+// v2 parameters given at their defaults read as the v1 loss.
+TEST(GrpoConfigTest, V2ParametersAtDefaultsAreTheV1Loss) {
   absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(
-      "{" + shape +
-      R"("params": {"policy_loss": "ppo_clip", "kl_estimator": "k3", "log_ratio_clamp": null,
+      R"({"shape": {"B": 2, "T": 3, "V": 4},
+          "params": {"policy_loss": "ppo_clip", "kl_estimator": "k3", "log_ratio_clamp": null,
           "advantage_shape": "sequence", "entropy_coef": 0, "empty_rows": "count",
           "sapo_tau_pos": 1.0, "sapo_tau_neg": 1.05, "is_level": "none", "is_mode": "truncate",
           "is_cap": 2.0, "beta": 0.1}})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->beta, 0.1);
-  struct Bad {
-    std::string params;
-    absl::StatusCode code;
-    std::string message;
-  };
-  for (const Bad& b : std::vector<Bad>{
-           {R"("policy_loss": "gspo")", absl::StatusCode::kUnimplemented,
-            "params.policy_loss=\"gspo\": a policy-loss variant"},
-           {R"("is_cap": 3)", absl::StatusCode::kUnimplemented, "params.is_cap=3"},
-           {R"("log_ratio_clamp": 0.2)", absl::StatusCode::kUnimplemented,
-            "params.log_ratio_clamp=0.2"},
-           {R"("total_nonempty_rows": 4.0)", absl::StatusCode::kUnimplemented,
-            "params.total_nonempty_rows=4.0"},
-           {R"("policy_loss": "ppo")", absl::StatusCode::kInvalidArgument,
-            "unknown value 'ppo' (expected ppo_clip|gspo|gspo_token|cispo|sapo)"},
-           {R"("entropy_coef": "high")", absl::StatusCode::kInvalidArgument,
-            "params.entropy_coef must be a finite number"},
-           {R"("is_level": 1)", absl::StatusCode::kInvalidArgument,
-            "params.is_level must be a string"}}) {
-    absl::StatusOr<GrpoConfig> r =
-        GrpoConfigFromCaseJson("{" + shape + R"("params": {)" + b.params + "}}");
-    ASSERT_FALSE(r.ok()) << b.params;
-    EXPECT_EQ(r.status().code(), b.code) << b.params << ": " << r.status();
-    EXPECT_THAT(std::string(r.status().message()), HasSubstr(b.message)) << b.params;
-  }
+  GrpoConfig v1;
+  v1.batch = 2;
+  v1.seq = 3;
+  v1.vocab = 4;
+  v1.beta = 0.1;
+  EXPECT_EQ(GrpoParameterNames(*c, KernelMode::kBwd), GrpoParameterNames(v1, KernelMode::kBwd));
+  EXPECT_EQ(c->policy_loss, PolicyLoss::kPpoClip);
+  EXPECT_FALSE(c->log_ratio_clamp.has_value());
+  EXPECT_EQ(c->is_level, IsLevel::kNone);
 }
 
 TEST(BuildKernelTest, EntropyKernelsHaveOnlyForward) {
