@@ -31,7 +31,8 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
                  "entropy_tiled", "grpo_fused_linear"},
                 "generate this kernel instead of reading MODULE_FILE");
   flags.AddEnum("mode", &out->mode, {"fwd", "bwd", "fwd_bwd"},
-                "kernel: forward, backward (takes lse/logp) or value-and-grad");
+                "kernel: forward, backward (takes lse/logp, and entropy with --entropy-coef) or "
+                "value-and-grad");
   flags.AddInt64("batch", &out->batch, "kernel: batch size B");
   flags.AddInt64("seq", &out->seq, "kernel: sequence length T");
   flags.AddInt64("vocab", &out->vocab, "kernel: vocabulary size V");
@@ -44,7 +45,8 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
   flags.AddEnum("temperature-mode", &out->temperature_mode,
                 {"pre_softmax", "post_lse"},
                 "kernel: softmax(z/tau) or (z_y - lse(z))/tau");
-  flags.AddDouble("beta", &out->beta, "kernel: k3 KL weight (0 = no ref_logp)");
+  flags.AddDouble("beta", &out->beta,
+                  "kernel: KL weight, estimator --kl-estimator (0 = no ref_logp)");
   flags.AddOptionalDouble("delta", &out->delta,
                           "kernel: upper clamp on the ratio");
   flags.AddEnum("loss-type", &out->loss_type,
