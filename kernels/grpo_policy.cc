@@ -13,14 +13,15 @@ using hlo::XlaOp;
 
 namespace {
 
-// The row shape [B,T] of `like` (the local batch in batch-sharded bodies).
+// Helpers over the [B,T] token arrays (B the local batch in batch-sharded
+// bodies).
 struct Rows {
   XlaBuilder* b;
   std::vector<int64_t> dims;
 
   XlaOp Fill(double v) const { return b->BroadcastInDim(F32(b, v), dims, {}); }
   XlaOp Keep(XlaOp pred, XlaOp x) const { return b->Select(pred, x, Fill(0)); }
-  // Σ_t x_bt as [B], broadcast back over T.
+  // Σ_t x_bt as [B]; PerRow broadcasts a [B] array back over T.
   XlaOp RowSum(XlaOp x) const { return b->Reduce(x, F32(b, 0), HloOpcode::kAdd, {1}); }
   XlaOp PerRow(XlaOp x) const { return b->BroadcastInDim(x, dims, {0}); }
   XlaOp Cmp(XlaOp x, double v, ComparisonDirection dir) const {
@@ -107,12 +108,12 @@ Surrogate EmitSurrogate(const Rows& rows, const GrpoConfig& c, XlaOp logp, XlaOp
       XlaOp tau = b->Select(rows.Cmp(adv, 0, ComparisonDirection::kGt),
                             rows.Fill(c.sapo_tau_pos), rows.Fill(c.sapo_tau_neg));
       XlaOp sig = b->Unary(HloOpcode::kLogistic, hlo::Mul(tau, hlo::Sub(r, F32(b, 1))));
-      s.value = hlo::Neg(hlo::Div(hlo::Mul(hlo::Mul(F32(b, 4), sig), adv), tau));
-      XlaOp slope = hlo::Mul(sig, hlo::Sub(F32(b, 1), sig));  // σ'(u)/1
-      s.dlocal = live.valid()
-                     ? rows.Keep(live, hlo::Neg(hlo::Mul(hlo::Mul(F32(b, 4), slope),
-                                                         hlo::Mul(r, adv))))
-                     : hlo::Neg(hlo::Mul(hlo::Mul(F32(b, 4), slope), hlo::Mul(r, adv)));
+      XlaOp four_a = hlo::Mul(F32(b, 4), adv);
+      s.value = hlo::Neg(hlo::Div(hlo::Mul(four_a, sig), tau));
+      // d/dlogp = −4·σ(u)·(1 − σ(u))·r·A (the τs of u cancels the 1/τs).
+      XlaOp slope = hlo::Mul(sig, hlo::Sub(F32(b, 1), sig));
+      s.dlocal = hlo::Neg(hlo::Mul(hlo::Mul(four_a, slope), r));
+      if (live.valid()) s.dlocal = rows.Keep(live, s.dlocal);
       return s;
     }
   }
