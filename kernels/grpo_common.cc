@@ -14,31 +14,38 @@ using hlo::XlaBuilder;
 using hlo::XlaOp;
 
 GrpoParams EmitGrpoParameters(XlaBuilder* b, const GrpoConfig& c, KernelMode mode) {
+  GrpoParams p;
+  p.logits = b->Parameter(0, Shape(c.logits_type, {c.batch, c.seq, c.vocab}), "logits");
+  EmitPerTokenParameters(b, c, mode, 1, &p);
+  return p;
+}
+
+void EmitPerTokenParameters(XlaBuilder* b, const GrpoConfig& c, KernelMode mode, int64_t first,
+                            GrpoParams* p) {
   const std::vector<int64_t> bt = {c.batch, c.seq};
   const Shape f32_bt(PrimitiveType::kF32, bt);
-  GrpoParams p;
-  int64_t n = 0;
-  p.logits = b->Parameter(n++, Shape(c.logits_type, {c.batch, c.seq, c.vocab}), "logits");
-  p.chosen_ids = b->Parameter(n++, Shape(PrimitiveType::kS32, bt), "chosen_ids");
-  p.completion_mask = b->Parameter(n++, f32_bt, "completion_mask");
-  p.advantages = b->Parameter(n++, Shape(PrimitiveType::kF32, {c.batch}), "advantages");
-  if (!c.on_policy) p.old_logp = b->Parameter(n++, f32_bt, "old_logp");
-  if (c.beta != 0) p.ref_logp = b->Parameter(n++, f32_bt, "ref_logp");
-  if (c.token_count_input) {
-    p.total_valid_tokens =
-        b->Parameter(n++, Shape::Scalar(PrimitiveType::kF32), "total_valid_tokens");
-  }
+  const Shape scalar = Shape::Scalar(PrimitiveType::kF32);
+  int64_t n = first;
+  p->chosen_ids = b->Parameter(n++, Shape(PrimitiveType::kS32, bt), "chosen_ids");
+  p->completion_mask = b->Parameter(n++, f32_bt, "completion_mask");
+  p->advantages = b->Parameter(
+      n++, c.advantage_shape == AdvantageShape::kToken ? f32_bt : Shape(PrimitiveType::kF32, {c.batch}),
+      "advantages");
+  if (!c.on_policy) p->old_logp = b->Parameter(n++, f32_bt, "old_logp");
+  if (c.beta != 0) p->ref_logp = b->Parameter(n++, f32_bt, "ref_logp");
+  if (c.is_level != IsLevel::kNone) p->sampler_logp = b->Parameter(n++, f32_bt, "sampler_logp");
+  if (c.token_count_input) p->total_valid_tokens = b->Parameter(n++, scalar, "total_valid_tokens");
+  if (c.row_count_input) p->total_nonempty_rows = b->Parameter(n++, scalar, "total_nonempty_rows");
   if (mode == KernelMode::kBwd) {
-    p.lse = b->Parameter(n++, f32_bt, "lse");
-    p.logp = b->Parameter(n++, f32_bt, "logp");
+    p->lse = b->Parameter(n++, f32_bt, "lse");
+    p->logp = b->Parameter(n++, f32_bt, "logp");
+    if (c.entropy_coef != 0) p->entropy = b->Parameter(n++, f32_bt, "entropy");
   }
-  p.chosen_ids = SanitizeChosenIds(b, p.chosen_ids, c.vocab);  // after every parameter
-  return p;
+  p->chosen_ids = SanitizeChosenIds(b, p->chosen_ids, c.vocab);  // after every parameter
 }
 
 XlaOp SanitizeChosenIds(XlaBuilder* b, XlaOp ids, int64_t vocab) {
   const std::vector<int64_t>& dims = ids.shape().dimensions();
-  const Shape s32(PrimitiveType::kS32, dims);
   auto splat = [&](int32_t v) { return b->BroadcastInDim(b->ConstantS32(v), dims, {}); };
   XlaOp low = b->Compare(ids, splat(0), ComparisonDirection::kGe);
   XlaOp high = b->Compare(ids, splat(static_cast<int32_t>(vocab)), ComparisonDirection::kLt);
@@ -47,43 +54,32 @@ XlaOp SanitizeChosenIds(XlaBuilder* b, XlaOp ids, int64_t vocab) {
   return b->Select(in_range, ids, splat(-1));
 }
 
-PolicyTerms EmitPolicyTerms(XlaBuilder* b, const GrpoConfig& c, XlaOp logp, XlaOp old_logp,
-                            XlaOp ref_logp, XlaOp adv, PolicyTermsWanted wanted) {
-  const std::vector<int64_t>& rows = logp.shape().dimensions();
-  // On-policy: old = stop_gradient(logp), so r == 1 exactly (value and
-  // derivative dr/dlogp = r = 1).
-  XlaOp r = old_logp.valid() ? hlo::Exp(hlo::Sub(logp, old_logp))
-                             : b->BroadcastInDim(F32(b, 1), rows, {});
-  XlaOp r_clip = hlo::Min(hlo::Max(r, F32(b, 1 - c.eps_low)), F32(b, 1 + c.eps_high));
-  XlaOp r_d = c.delta.has_value() ? hlo::Min(r, F32(b, *c.delta)) : r;
-  XlaOp unclipped = hlo::Mul(r_d, adv);
-  XlaOp clipped = hlo::Mul(r_clip, adv);
-  XlaOp kl_d;  // d = ref − logp
-  if (c.beta != 0) kl_d = hlo::Sub(ref_logp, logp);
+GrpoParams GrpoParamsByName(const std::vector<std::string>& names, absl::Span<const XlaOp> args) {
+  GrpoParams p;
+  const std::pair<const char*, XlaOp*> slots[] = {
+      {"logits", &p.logits},
+      {"chosen_ids", &p.chosen_ids},
+      {"completion_mask", &p.completion_mask},
+      {"advantages", &p.advantages},
+      {"old_logp", &p.old_logp},
+      {"ref_logp", &p.ref_logp},
+      {"sampler_logp", &p.sampler_logp},
+      {"total_valid_tokens", &p.total_valid_tokens},
+      {"total_nonempty_rows", &p.total_nonempty_rows},
+      {"lse", &p.lse},
+      {"logp", &p.logp},
+      {"entropy", &p.entropy}};
+  for (size_t i = 0; i < names.size() && i < args.size(); ++i) {
+    for (const auto& [name, slot] : slots) {
+      if (names[i] == name) *slot = args[i];
+    }
+  }
+  return p;
+}
 
-  PolicyTerms t;
-  if (wanted.loss) {
-    t.per_token_loss = hlo::Neg(hlo::Min(unclipped, clipped));
-    if (c.beta != 0) {
-      XlaOp kl = hlo::Sub(hlo::Sub(hlo::Exp(kl_d), kl_d), F32(b, 1));
-      t.per_token_loss = hlo::Add(t.per_token_loss, hlo::Mul(F32(b, c.beta), kl));
-    }
-  }
-  if (wanted.grad) {
-    // The unclipped branch is active when A·r_clip >= A·r_d (ties to it) and,
-    // with delta, when r <= delta.
-    XlaOp active = b->Compare(clipped, unclipped, ComparisonDirection::kGe);
-    if (c.delta.has_value()) {
-      XlaOp below = b->Compare(r, F32(b, *c.delta), ComparisonDirection::kLe);
-      active = b->Binary(HloOpcode::kAnd, active, below);
-    }
-    XlaOp s = b->Select(active, hlo::Neg(hlo::Mul(adv, r)), F32(b, 0));
-    if (c.beta != 0) {
-      s = hlo::Add(s, hlo::Mul(F32(b, c.beta), hlo::Sub(F32(b, 1), hlo::Exp(kl_d))));
-    }
-    t.dloss_dlogp = s;
-  }
-  return t;
+XlaOp AdvantagesBT(XlaBuilder* b, const GrpoConfig& c, const GrpoParams& p) {
+  if (c.advantage_shape == AdvantageShape::kToken) return p.advantages;
+  return b->BroadcastInDim(p.advantages, {c.batch, c.seq}, {0});
 }
 
 XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParams& p,
@@ -103,7 +99,20 @@ XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParam
     }
     case LossType::kSequenceMean: {
       XlaOp per_seq = b->Reduce(m, F32(b, 0), HloOpcode::kAdd, {1});
-      XlaOp denom = hlo::Mul(hlo::Max(per_seq, F32(b, 1)), F32(b, global_batch));
+      XlaOp rows = F32(b, global_batch);
+      if (c.empty_rows == EmptyRows::kSkip) {
+        if (p.total_nonempty_rows.valid()) {
+          rows = p.total_nonempty_rows;  // already global
+        } else {
+          XlaOp nonempty = b->Select(b->Compare(per_seq, F32(b, 0), ComparisonDirection::kGt),
+                                     b->BroadcastInDim(F32(b, 1), {c.batch}, {}),
+                                     b->BroadcastInDim(F32(b, 0), {c.batch}, {}));
+          rows = b->Reduce(nonempty, F32(b, 0), HloOpcode::kAdd, {0});
+          if (hooks.batch_sum) rows = hooks.batch_sum(b, rows);
+        }
+        rows = hlo::Max(rows, F32(b, 1));
+      }
+      XlaOp denom = hlo::Mul(hlo::Max(per_seq, F32(b, 1)), rows);
       return hlo::Div(m, b->BroadcastInDim(denom, {c.batch, c.seq}, {0}));
     }
     case LossType::kConstant: {
@@ -119,14 +128,6 @@ XlaOp EmitLoss(XlaBuilder* b, XlaOp weights, XlaOp per_token_loss,
   XlaOp loss = b->Reduce(hlo::Mul(weights, per_token_loss), F32(b, 0), HloOpcode::kAdd, {0, 1});
   if (hooks.batch_sum) loss = hooks.batch_sum(b, loss);
   return loss;
-}
-
-XlaOp EmitGradCoefficient(XlaBuilder* b, const GrpoConfig& c, XlaOp weights,
-                          XlaOp dloss_dlogp) {
-  XlaOp coef = hlo::Mul(weights, dloss_dlogp);
-  if (c.temperature != 1.0) coef = hlo::Div(coef, F32(b, c.temperature));
-  XlaOp live = b->Compare(weights, F32(b, 0), ComparisonDirection::kNe);
-  return b->Select(live, coef, F32(b, 0));
 }
 
 XlaOp RowBlock(XlaBuilder* b, XlaOp x, XlaOp t0, int64_t rows) {

@@ -18,15 +18,18 @@ namespace tpuoff::kernels {
 
 // The entry parameters; members absent for the config/mode are invalid ops.
 struct GrpoParams {
-  hlo::XlaOp logits;              // [B,T,V] logits type
-  hlo::XlaOp chosen_ids;          // s32 [B,T]
-  hlo::XlaOp completion_mask;     // f32 [B,T]
-  hlo::XlaOp advantages;          // f32 [B]
-  hlo::XlaOp old_logp;            // f32 [B,T], off-policy only
-  hlo::XlaOp ref_logp;            // f32 [B,T], beta != 0 only
-  hlo::XlaOp total_valid_tokens;  // f32 [], token_count_input only
-  hlo::XlaOp lse;                 // f32 [B,T], kBwd only
-  hlo::XlaOp logp;                // f32 [B,T], kBwd only
+  hlo::XlaOp logits;               // [B,T,V] logits type
+  hlo::XlaOp chosen_ids;           // s32 [B,T]
+  hlo::XlaOp completion_mask;      // f32 [B,T]
+  hlo::XlaOp advantages;           // f32 [B] or [B,T] (advantage_shape token)
+  hlo::XlaOp old_logp;             // f32 [B,T], off-policy only
+  hlo::XlaOp ref_logp;             // f32 [B,T], beta != 0 only
+  hlo::XlaOp sampler_logp;         // f32 [B,T], is_level != none only
+  hlo::XlaOp total_valid_tokens;   // f32 [], token_count_input only
+  hlo::XlaOp total_nonempty_rows;  // f32 [], row_count_input only
+  hlo::XlaOp lse;                  // f32 [B,T], kBwd only
+  hlo::XlaOp logp;                 // f32 [B,T], kBwd only
+  hlo::XlaOp entropy;              // f32 [B,T], kBwd with entropy_coef != 0 only
 };
 
 // Declares the parameters in the order of GrpoParameterNames(). Must run
@@ -34,6 +37,17 @@ struct GrpoParams {
 // instructions get exactly these names.
 GrpoParams EmitGrpoParameters(hlo::XlaBuilder* b, const GrpoConfig& config,
                               KernelMode mode);
+// The parameters after the logits (chosen_ids onwards), numbered from
+// `first`: shared with the fused LM-head kernel, whose logits are two
+// parameters.
+void EmitPerTokenParameters(hlo::XlaBuilder* b, const GrpoConfig& config, KernelMode mode,
+                            int64_t first, GrpoParams* params);
+// The members of GrpoParams found among `names` (a module's parameter names,
+// `args` its parameters in the same order); the others stay invalid.
+GrpoParams GrpoParamsByName(const std::vector<std::string>& names,
+                            absl::Span<const hlo::XlaOp> args);
+// The advantages as f32 [B,T]: broadcast over T for advantage_shape sequence.
+hlo::XlaOp AdvantagesBT(hlo::XlaBuilder* b, const GrpoConfig& config, const GrpoParams& params);
 
 // chosen_ids outside [0, vocab): every kernel form (reference, tiled, fused
 // LM-head; unsharded, batch- or vocab-sharded) treats them alike. Such an id
@@ -55,21 +69,6 @@ struct GrpoOutputs {
   hlo::XlaOp dlogits;         // [B,T,V] logits type
 };
 
-// Per-token policy terms over rows of any shape R (all operands f32 [R]):
-// `old_logp` invalid means on-policy (ratio 1), `ref_logp` is used iff
-// beta != 0, `adv` is A already broadcast to R.
-struct PolicyTerms {
-  hlo::XlaOp per_token_loss;  // −min(r_d·A, r_clip·A) + beta·(e^d − d − 1)
-  hlo::XlaOp dloss_dlogp;     // s of GRPO_SPEC.md "Backward"
-};
-struct PolicyTermsWanted {
-  bool loss = true;
-  bool grad = true;
-};
-PolicyTerms EmitPolicyTerms(hlo::XlaBuilder* b, const GrpoConfig& config, hlo::XlaOp logp,
-                            hlo::XlaOp old_logp, hlo::XlaOp ref_logp, hlo::XlaOp adv,
-                            PolicyTermsWanted wanted = {});
-
 // Hooks through which sharded variants make batch-wide quantities global.
 struct AggregationHooks {
   // Sums a scalar across batch shards (Σ mask, the loss). Null: identity.
@@ -78,19 +77,15 @@ struct AggregationHooks {
   int64_t global_batch = 0;
 };
 
-// g = ∂loss/∂per_token_loss, f32 [B,T] (GRPO_SPEC.md step 7). Zero where
-// the mask is zero.
+// g = ∂loss/∂per_token_loss, f32 [B,T] (GRPO_SPEC.md step 7, and v2's
+// empty_rows: skip divides by the non-empty rows of the whole batch, or by
+// total_nonempty_rows). Zero where the mask is zero.
 hlo::XlaOp EmitAggregationWeights(hlo::XlaBuilder* b, const GrpoConfig& config,
                                   const GrpoParams& params, const AggregationHooks& hooks);
 
 // loss = Σ g·per_token_loss (then hooks.batch_sum).
 hlo::XlaOp EmitLoss(hlo::XlaBuilder* b, hlo::XlaOp weights, hlo::XlaOp per_token_loss,
                     const AggregationHooks& hooks);
-
-// c = g·s/τ, exactly 0 where g == 0 (masked rows get exactly zero gradient
-// even if s overflowed).
-hlo::XlaOp EmitGradCoefficient(hlo::XlaBuilder* b, const GrpoConfig& config,
-                               hlo::XlaOp weights, hlo::XlaOp dloss_dlogp);
 
 // The [B, rows] block of an f32/s32 [B,T] array starting at row t0 (the
 // array itself when the block is all of it).

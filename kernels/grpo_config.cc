@@ -1,15 +1,11 @@
 #include "kernels/grpo_config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hlo/ir/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace tpuoff::kernels {
 namespace {
@@ -18,7 +14,58 @@ absl::Status Bad(absl::string_view msg) {
   return absl::InvalidArgumentError(absl::StrCat("GrpoConfig: ", msg));
 }
 
+// One table per option enum: names in enumerator order, default first.
+template <typename E, size_t N>
+absl::string_view NameOf(E value, const char* const (&names)[N]) {
+  const size_t i = static_cast<size_t>(value);
+  return i < N ? names[i] : "?";
+}
+
+template <typename E, size_t N>
+absl::StatusOr<E> ParseName(absl::string_view name, const char* what,
+                            const char* const (&names)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (name == names[i]) return static_cast<E>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", name, "' (expected ",
+                                                 absl::StrJoin(names, ", "), ")"));
+}
+
+constexpr const char* kPolicyLossNames[] = {"ppo_clip", "gspo", "gspo_token", "cispo", "sapo"};
+constexpr const char* kKlEstimatorNames[] = {"k3", "k1", "k2", "low_var_kl"};
+constexpr const char* kAdvantageShapeNames[] = {"sequence", "token"};
+constexpr const char* kEmptyRowsNames[] = {"count", "skip"};
+constexpr const char* kIsLevelNames[] = {"none", "token", "sequence"};
+constexpr const char* kIsModeNames[] = {"truncate", "mask"};
+
 }  // namespace
+
+absl::string_view PolicyLossName(PolicyLoss v) { return NameOf(v, kPolicyLossNames); }
+absl::StatusOr<PolicyLoss> ParsePolicyLoss(absl::string_view name) {
+  return ParseName<PolicyLoss>(name, "policy loss", kPolicyLossNames);
+}
+absl::string_view KlEstimatorName(KlEstimator v) { return NameOf(v, kKlEstimatorNames); }
+absl::StatusOr<KlEstimator> ParseKlEstimator(absl::string_view name) {
+  return ParseName<KlEstimator>(name, "KL estimator", kKlEstimatorNames);
+}
+absl::string_view AdvantageShapeName(AdvantageShape v) {
+  return NameOf(v, kAdvantageShapeNames);
+}
+absl::StatusOr<AdvantageShape> ParseAdvantageShape(absl::string_view name) {
+  return ParseName<AdvantageShape>(name, "advantage shape", kAdvantageShapeNames);
+}
+absl::string_view EmptyRowsName(EmptyRows v) { return NameOf(v, kEmptyRowsNames); }
+absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name) {
+  return ParseName<EmptyRows>(name, "empty_rows mode", kEmptyRowsNames);
+}
+absl::string_view IsLevelName(IsLevel v) { return NameOf(v, kIsLevelNames); }
+absl::StatusOr<IsLevel> ParseIsLevel(absl::string_view name) {
+  return ParseName<IsLevel>(name, "importance-sampling level", kIsLevelNames);
+}
+absl::string_view IsModeName(IsMode v) { return NameOf(v, kIsModeNames); }
+absl::StatusOr<IsMode> ParseIsMode(absl::string_view name) {
+  return ParseName<IsMode>(name, "importance-sampling mode", kIsModeNames);
+}
 
 absl::string_view TemperatureModeName(TemperatureMode mode) {
   return mode == TemperatureMode::kPostLse ? "post_lse" : "pre_softmax";
@@ -106,21 +153,23 @@ absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
     return Bad(absl::StrCat("logits type must be f32 or bf16, got ",
                             hlo::PrimitiveTypeName(c.logits_type)));
   }
-  for (auto [name, value] : {std::pair{"eps_low", c.eps_low}, {"eps_high", c.eps_high},
-                             {"temperature", c.temperature}, {"beta", c.beta},
-                             {"delta", c.delta.value_or(2.0)}}) {
+  for (auto [name, value] :
+       {std::pair{"eps_low", c.eps_low}, {"eps_high", c.eps_high},
+        {"temperature", c.temperature}, {"beta", c.beta}, {"delta", c.delta.value_or(2.0)},
+        {"log_ratio_clamp", c.log_ratio_clamp.value_or(20.0)}, {"entropy_coef", c.entropy_coef},
+        {"sapo_tau_pos", c.sapo_tau_pos}, {"sapo_tau_neg", c.sapo_tau_neg}, {"is_cap", c.is_cap}}) {
     RETURN_IF_ERROR(CheckF32Parameter(name, value));
   }
   // The range checks below hold for the f32 values the kernels use too.
-  if (static_cast<float>(c.eps_low) >= 1.0f) {
-    return Bad(absl::StrCat("eps_low must be in [0, 1), got ", c.eps_low,
-                            c.eps_low < 1 ? " (1 in f32)" : ""));
+  if (static_cast<float>(c.eps_low) > 1.0f) {
+    return Bad(absl::StrCat("eps_low must be in [0, 1], got ", c.eps_low));
   }
   if (c.delta.has_value() && static_cast<float>(*c.delta) <= 1.0f && *c.delta > 1) {
     return Bad(absl::StrCat("delta must be > 1 when set, got ", *c.delta, " (1 in f32)"));
   }
-  if (!std::isfinite(c.eps_low) || c.eps_low < 0 || c.eps_low >= 1) {
-    return Bad(absl::StrCat("eps_low must be in [0, 1), got ", c.eps_low));
+  // eps_low = 1 clips below at 0: TRL's upper-only cispo cap.
+  if (!std::isfinite(c.eps_low) || c.eps_low < 0 || c.eps_low > 1) {
+    return Bad(absl::StrCat("eps_low must be in [0, 1], got ", c.eps_low));
   }
   if (!std::isfinite(c.eps_high) || c.eps_high < 0) {
     return Bad(absl::StrCat("eps_high must be finite and >= 0, got ", c.eps_high));
@@ -146,6 +195,38 @@ absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
                             "token_mean, not ",
                             LossTypeName(c.loss_type)));
   }
+  if (c.delta.has_value() && c.policy_loss != PolicyLoss::kPpoClip) {
+    return Bad(absl::StrCat("delta (the upper ratio clamp) applies to policy_loss ppo_clip only, "
+                            "not ", PolicyLossName(c.policy_loss)));
+  }
+  if (c.log_ratio_clamp.has_value() &&
+      (!std::isfinite(*c.log_ratio_clamp) || *c.log_ratio_clamp <= 0)) {
+    return Bad(absl::StrCat("log_ratio_clamp must be finite and > 0 when set, got ",
+                            *c.log_ratio_clamp));
+  }
+  if (!std::isfinite(c.entropy_coef)) {
+    return Bad(absl::StrCat("entropy_coef must be finite, got ", c.entropy_coef));
+  }
+  for (auto [name, tau] : {std::pair{"sapo_tau_pos", c.sapo_tau_pos},
+                           std::pair{"sapo_tau_neg", c.sapo_tau_neg}}) {
+    if (!std::isfinite(tau) || tau <= 0) {
+      return Bad(absl::StrCat(name, " must be finite and > 0, got ", tau));
+    }
+  }
+  if (!std::isfinite(c.is_cap) || c.is_cap <= 0) {
+    return Bad(absl::StrCat("is_cap must be finite and > 0, got ", c.is_cap));
+  }
+  if (c.empty_rows == EmptyRows::kSkip && c.loss_type != LossType::kSequenceMean) {
+    return Bad(absl::StrCat("empty_rows skip applies to loss_type sequence_mean only, not ",
+                            LossTypeName(c.loss_type)));
+  }
+  if (c.row_count_input &&
+      (c.loss_type != LossType::kSequenceMean || c.empty_rows != EmptyRows::kSkip)) {
+    return Bad(absl::StrCat("a run-time row count (total_nonempty_rows) needs loss_type "
+                            "sequence_mean with empty_rows skip, not ",
+                            LossTypeName(c.loss_type), " with empty_rows ",
+                            EmptyRowsName(c.empty_rows)));
+  }
   if (c.block_size <= 0) {
     return Bad(absl::StrCat("block_size must be > 0, got ", c.block_size));
   }
@@ -161,14 +242,27 @@ absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
   return absl::OkStatus();
 }
 
+bool NeedsWholeRows(const GrpoConfig& c) {
+  return c.policy_loss == PolicyLoss::kGspo || c.policy_loss == PolicyLoss::kGspoToken ||
+         (c.is_level == IsLevel::kSequence && c.on_policy);
+}
+
+bool EntropyGradNeedsOwnLse(const GrpoConfig& c) {
+  return c.entropy_coef != 0 && c.temperature_mode == TemperatureMode::kPostLse &&
+         c.temperature != 1.0;
+}
+
 std::vector<std::string> GrpoParameterNames(const GrpoConfig& config, KernelMode mode) {
   std::vector<std::string> names = {"logits", "chosen_ids", "completion_mask", "advantages"};
   if (!config.on_policy) names.push_back("old_logp");
   if (config.beta != 0) names.push_back("ref_logp");
+  if (config.is_level != IsLevel::kNone) names.push_back("sampler_logp");
   if (config.token_count_input) names.push_back("total_valid_tokens");
+  if (config.row_count_input) names.push_back("total_nonempty_rows");
   if (mode == KernelMode::kBwd) {
     names.push_back("lse");
     names.push_back("logp");
+    if (config.entropy_coef != 0) names.push_back("entropy");
   }
   return names;
 }
@@ -178,236 +272,6 @@ std::vector<std::string> GrpoOutputNames(KernelMode mode) {
   std::vector<std::string> names = {"loss", "per_token_loss", "logp", "entropy", "lse"};
   if (mode == KernelMode::kFwdBwd) names.push_back("dlogits");
   return names;
-}
-
-namespace {
-
-using Json = nlohmann::json;
-
-absl::StatusOr<const Json*> Member(const Json& obj, absl::string_view key,
-                                   Json::value_t kind, absl::string_view where) {
-  auto it = obj.find(std::string(key));
-  if (it == obj.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": missing \"", key, "\""));
-  }
-  // Integers and floats are both "number" to the case files.
-  const bool number_ok = kind == Json::value_t::number_float && it->is_number();
-  if (it->type() != kind && !number_ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": \"", key, "\" must be a ", Json(kind).type_name(), ", got ",
-        it->type_name()));
-  }
-  return &*it;
-}
-
-absl::StatusOr<int64_t> IntegerOf(const Json& v, absl::string_view what) {
-  const double d = v.is_number() ? v.get<double>() : 0.5;
-  if (d != std::floor(d) || std::fabs(d) > 9.0e15) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be an integer"));
-  }
-  return static_cast<int64_t>(d);
-}
-
-const Json* Find(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-absl::StatusOr<Json> ParseJsonText(const std::string& text, absl::string_view where) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // Name the place as file:line:col; e.byte is 1-based.
-    int line = 1, col = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    if (size_t p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
-    return absl::InvalidArgumentError(absl::StrCat(where, ":", line, ":", col, ": ", what));
-  }
-}
-
-// The "Policy-loss variants (v2)" parameters of GRPO_SPEC.md, which GrpoConfig does
-// not hold yet: a case may name them at their default (the loss is then the v1 loss);
-// any other valid value is refused by name as not supported yet, an invalid one as
-// invalid. `values` lists a string option's values, default first; a numeric option
-// has none (its default is `number`, or unset when `optional_number`).
-struct V2Option {
-  const char* key;
-  std::vector<const char*> values;
-  double number = 0;
-  bool optional_number = false;
-};
-
-const std::vector<V2Option>& V2Options() {
-  static const auto* options = new std::vector<V2Option>{
-      {"policy_loss", {"ppo_clip", "gspo", "gspo_token", "cispo", "sapo"}},
-      {"kl_estimator", {"k3", "k1", "k2", "low_var_kl"}},
-      {"advantage_shape", {"sequence", "token"}},
-      {"empty_rows", {"count", "skip"}},
-      {"is_level", {"none", "token", "sequence"}},
-      {"is_mode", {"truncate", "mask"}},
-      {"log_ratio_clamp", {}, 0, true},
-      {"entropy_coef", {}, 0.0},
-      {"sapo_tau_pos", {}, 1.0},
-      {"sapo_tau_neg", {}, 1.05},
-      {"is_cap", {}, 2.0},
-      {"total_nonempty_rows", {}, 0, true},  // a run-time input, like total_valid_tokens
-  };
-  return *options;
-}
-
-// OK when `value` is `option`'s default; Unimplemented for another valid value.
-absl::Status CheckV2Option(const V2Option& option, const Json& value, absl::string_view what) {
-  const std::string not_yet = absl::StrCat(
-      what, "=", value.dump(),
-      ": a policy-loss variant (GRPO_SPEC.md v2) GrpoConfig does not support yet; only its "
-      "default is accepted");
-  if (!option.values.empty()) {
-    if (!value.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " must be a string"));
-    }
-    const std::string s = value.get<std::string>();
-    for (size_t i = 0; i < option.values.size(); ++i) {
-      if (s != option.values[i]) continue;
-      return i == 0 ? absl::OkStatus() : absl::UnimplementedError(not_yet);
-    }
-    std::string allowed;
-    for (const char* v : option.values) absl::StrAppend(&allowed, allowed.empty() ? "" : "|", v);
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": unknown value '", s, "' (expected ", allowed, ")"));
-  }
-  if (value.is_null() && option.optional_number) return absl::OkStatus();
-  if (!value.is_number() || !std::isfinite(value.get<double>())) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be a finite number"));
-  }
-  if (!option.optional_number && value.get<double>() == option.number) return absl::OkStatus();
-  return absl::UnimplementedError(not_yet);
-}
-
-const V2Option* FindV2Option(absl::string_view key) {
-  for (const V2Option& option : V2Options()) {
-    if (key == option.key) return &option;
-  }
-  return nullptr;
-}
-
-absl::StatusOr<GrpoConfig> ConfigFromJson(const Json& root,
-                                          absl::string_view where) {
-  if (!root.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": top level must be an object"));
-  }
-  GrpoConfig config;
-  ASSIGN_OR_RETURN(const Json* shape,
-                   Member(root, "shape", Json::value_t::object, where));
-  int64_t* dims[] = {&config.batch, &config.seq, &config.vocab};
-  const char* keys[] = {"B", "T", "V"};
-  for (int i = 0; i < 3; ++i) {
-    ASSIGN_OR_RETURN(const Json* d,
-                     Member(*shape, keys[i], Json::value_t::number_float, where));
-    ASSIGN_OR_RETURN(*dims[i], IntegerOf(*d, absl::StrCat(where, ": shape.", keys[i])));
-  }
-  // H: the fused LM-head cases (grpo_fused/) only.
-  if (const Json* h = Find(*shape, "H"); h != nullptr) {
-    ASSIGN_OR_RETURN(config.hidden, IntegerOf(*h, absl::StrCat(where, ": shape.H")));
-  }
-  if (const Json* t = Find(root, "logits_dtype"); t != nullptr) {
-    if (!t->is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": logits_dtype must be a string"));
-    }
-    if (t->get<std::string>() == "f32" || t->get<std::string>() == "float32") {
-      config.logits_type = hlo::PrimitiveType::kF32;
-    } else if (t->get<std::string>() == "bf16" || t->get<std::string>() == "bfloat16") {
-      config.logits_type = hlo::PrimitiveType::kBF16;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": logits_dtype must be f32 or bf16, got ", t->get<std::string>()));
-    }
-  }
-  if (const Json* p = Find(root, "on_policy"); p != nullptr) {
-    if (!p->is_boolean()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": on_policy must be a bool"));
-    }
-    config.on_policy = p->get<bool>();
-  }
-  if (const Json* params = Find(root, "params"); params != nullptr) {
-    if (!params->is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": params must be an object"));
-    }
-    for (auto it = params->begin(); it != params->end(); ++it) {
-      const std::string& key = it.key();
-      const Json& value = it.value();
-      const std::string what = absl::StrCat(where, ": params.", key);
-      auto number = [&]() -> absl::StatusOr<double> {
-        if (!value.is_number()) {
-          return absl::InvalidArgumentError(absl::StrCat(what, " must be a number"));
-        }
-        return value.get<double>();
-      };
-      auto string = [&]() -> absl::StatusOr<std::string> {
-        if (!value.is_string()) {
-          return absl::InvalidArgumentError(absl::StrCat(what, " must be a string"));
-        }
-        return value.get<std::string>();
-      };
-      if (key == "eps_low") {
-        ASSIGN_OR_RETURN(config.eps_low, number());
-      } else if (key == "eps_high") {
-        ASSIGN_OR_RETURN(config.eps_high, number());
-      } else if (key == "temperature") {
-        ASSIGN_OR_RETURN(config.temperature, number());
-      } else if (key == "beta") {
-        ASSIGN_OR_RETURN(config.beta, number());
-      } else if (key == "delta") {
-        if (!value.is_null()) {
-          ASSIGN_OR_RETURN(double d, number());
-          config.delta = d;
-        }
-      } else if (key == "temp_mode" || key == "temperature_mode") {
-        ASSIGN_OR_RETURN(std::string s, string());
-        ASSIGN_OR_RETURN(config.temperature_mode, ParseTemperatureMode(s));
-      } else if (key == "loss_type") {
-        ASSIGN_OR_RETURN(std::string s, string());
-        ASSIGN_OR_RETURN(config.loss_type, ParseLossType(s));
-      } else if (key == "max_len") {
-        ASSIGN_OR_RETURN(int64_t n, IntegerOf(value, what));
-        config.max_len = n;
-      } else if (key == "total_valid_tokens") {
-        // The value itself is a run-time input (total_valid_tokens.npy).
-        config.token_count_input = !value.is_null();
-      } else if (const V2Option* option = FindV2Option(key); option != nullptr) {
-        RETURN_IF_ERROR(CheckV2Option(*option, value, what));
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": unknown parameter"));
-      }
-    }
-  }
-  RETURN_IF_ERROR(ValidateGrpoConfig(config));
-  return config;
-}
-
-}  // namespace
-
-absl::StatusOr<GrpoConfig> GrpoConfigFromCaseJson(absl::string_view path_or_text) {
-  absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(path_or_text);
-  if (!trimmed.empty() && trimmed.front() == '{') {
-    ASSIGN_OR_RETURN(Json root, ParseJsonText(std::string(trimmed), "case.json"));
-    return ConfigFromJson(root, "case.json");
-  }
-  std::string path(path_or_text);
-  if (!absl::EndsWith(path, ".json")) path = absl::StrCat(path, "/case.json");
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
-  ASSIGN_OR_RETURN(Json root, ParseJsonText(text.str(), path));
-  return ConfigFromJson(root, path);
 }
 
 }  // namespace tpuoff::kernels

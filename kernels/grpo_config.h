@@ -27,6 +27,35 @@ absl::StatusOr<TemperatureMode> ParseTemperatureMode(absl::string_view name);
 absl::string_view LossTypeName(LossType type);  // "token_mean"
 absl::StatusOr<LossType> ParseLossType(absl::string_view name);
 
+// The policy-loss variants of GRPO_SPEC.md "Policy-loss variants (v2)".
+// The surrogate: PPO's clipped ratio, GSPO's sequence-level ratio (gradient
+// through the row mean, or per token), CISPO's clipped stop-gradient weight,
+// SAPO's soft gate.
+enum class PolicyLoss { kPpoClip, kGspo, kGspoToken, kCispo, kSapo };
+// The KL term's estimator when beta != 0 (d = ref_logp − logp).
+enum class KlEstimator { kK3, kK1, kK2, kLowVarKl };
+// Shape of the `advantages` input: [B] broadcast over T, or [B,T].
+enum class AdvantageShape { kSequence, kToken };
+// sequence_mean's row count: B (count) or the non-empty rows (skip).
+enum class EmptyRows { kCount, kSkip };
+// Rollout importance-sampling correction exp(old − sampler_logp).
+enum class IsLevel { kNone, kToken, kSequence };
+// Weights above is_cap: capped (truncate) or zeroed (mask).
+enum class IsMode { kTruncate, kMask };
+
+absl::string_view PolicyLossName(PolicyLoss v);  // "ppo_clip", "gspo", "gspo_token", ...
+absl::StatusOr<PolicyLoss> ParsePolicyLoss(absl::string_view name);
+absl::string_view KlEstimatorName(KlEstimator v);  // "k3", "k1", "k2", "low_var_kl"
+absl::StatusOr<KlEstimator> ParseKlEstimator(absl::string_view name);
+absl::string_view AdvantageShapeName(AdvantageShape v);  // "sequence", "token"
+absl::StatusOr<AdvantageShape> ParseAdvantageShape(absl::string_view name);
+absl::string_view EmptyRowsName(EmptyRows v);  // "count", "skip"
+absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name);
+absl::string_view IsLevelName(IsLevel v);  // "none", "token", "sequence"
+absl::StatusOr<IsLevel> ParseIsLevel(absl::string_view name);
+absl::string_view IsModeName(IsMode v);  // "truncate", "mask"
+absl::StatusOr<IsMode> ParseIsMode(absl::string_view name);
+
 struct GrpoConfig {
   // Logits shape [batch, seq, vocab].
   int64_t batch = 0;
@@ -35,12 +64,12 @@ struct GrpoConfig {
   // f32 or bf16. Maths is f32 either way; dlogits come back in this type.
   hlo::PrimitiveType logits_type = hlo::PrimitiveType::kF32;
 
-  double eps_low = 0.2;   // ratio clipped below at 1 - eps_low; in [0, 1)
+  double eps_low = 0.2;   // ratio clipped below at 1 - eps_low; in [0, 1]
   double eps_high = 0.2;  // ... and above at 1 + eps_high; >= 0
   double temperature = 1.0;  // > 0
   TemperatureMode temperature_mode = TemperatureMode::kPreSoftmax;
-  double beta = 0.0;              // k3 KL weight; ref_logp is an input iff != 0
-  std::optional<double> delta;    // upper clamp on the ratio; > 1 when set
+  double beta = 0.0;              // KL weight; ref_logp is an input iff != 0
+  std::optional<double> delta;    // upper clamp on the ratio; > 1, ppo_clip only
   LossType loss_type = LossType::kTokenMean;
   std::optional<int64_t> max_len;  // kConstant's normaliser; default `seq`
 
@@ -49,6 +78,27 @@ struct GrpoConfig {
   bool token_count_input = false;
   // old_logp = stop_gradient(logp): no old_logp parameter, ratio == 1.
   bool on_policy = false;
+
+  // Policy-loss variants (GRPO_SPEC.md v2); the defaults give the v1 loss.
+  PolicyLoss policy_loss = PolicyLoss::kPpoClip;
+  KlEstimator kl_estimator = KlEstimator::kK3;  // used iff beta != 0
+  // Δ = logp − old clamped to [−c, c] before any exp (zero gradient where
+  // clamped); > 0 when set.
+  std::optional<double> log_ratio_clamp;
+  AdvantageShape advantage_shape = AdvantageShape::kSequence;
+  // κ: per_token_loss −= κ·entropy, which then carries a gradient. Any
+  // finite value (negative penalises entropy).
+  double entropy_coef = 0.0;
+  EmptyRows empty_rows = EmptyRows::kCount;  // sequence_mean only
+  double sapo_tau_pos = 1.0;   // SAPO gate temperature for A > 0; > 0
+  double sapo_tau_neg = 1.05;  // ... and for A <= 0; > 0
+  IsLevel is_level = IsLevel::kNone;  // != none: input sampler_logp [B,T]
+  IsMode is_mode = IsMode::kTruncate;
+  double is_cap = 2.0;  // C > 0
+  // sequence_mean with empty_rows=skip only: the non-empty row count is the
+  // run-time scalar parameter total_nonempty_rows (a global count across
+  // micro-batches) instead of the count over this batch.
+  bool row_count_input = false;
 
   // Vocab tile width of the tiled kernels; V need not be a multiple, and a
   // block wider than V means one tile.
@@ -65,8 +115,21 @@ struct GrpoConfig {
   std::optional<int64_t> token_chunk;
 };
 
-// InvalidArgument naming the offending field when the config is unusable.
+// InvalidArgument naming the offending field when the config is unusable,
+// or both fields of a contradictory pair (delta with a policy other than
+// ppo_clip, empty_rows=skip or a run-time row/token count with another
+// aggregation, max_len without loss_type constant). Parameters of a term the
+// config leaves out (kl_estimator with beta 0, sapo taus without sapo,
+// is_mode/is_cap without is_level) are accepted and unused, as trainers'
+// configs carry them.
 absl::Status ValidateGrpoConfig(const GrpoConfig& config);
+
+// Whether the per-token policy terms of a row need all of the row's logp
+// (gspo's row mean, on-policy sequence-level IS weights).
+bool NeedsWholeRows(const GrpoConfig& config);
+// Whether the entropy gradient needs the entropy domain's own lse (z/τ when
+// the policy gradient's softmax is of z: post_lse with τ != 1).
+bool EntropyGradNeedsOwnLse(const GrpoConfig& config);
 
 // Which module variant to emit.
 enum class KernelMode { kFwd, kBwd, kFwdBwd };
@@ -74,8 +137,10 @@ absl::string_view KernelModeName(KernelMode mode);  // "fwd", "bwd", "fwd_bwd"
 absl::StatusOr<KernelMode> ParseKernelMode(absl::string_view name);
 
 // Entry parameter names of a GRPO module, in parameter-number order:
-// logits, chosen_ids, completion_mask, advantages, [old_logp], [ref_logp],
-// [total_valid_tokens], then for kBwd: lse, logp.
+// logits, chosen_ids, completion_mask, advantages ([B], or [B,T] for
+// advantage_shape token), [old_logp], [ref_logp], [sampler_logp],
+// [total_valid_tokens], [total_nonempty_rows], then for kBwd: lse, logp,
+// [entropy] (entropy_coef != 0).
 std::vector<std::string> GrpoParameterNames(const GrpoConfig& config,
                                             KernelMode mode);
 // Output names of a GRPO module: kFwd: loss, per_token_loss, logp, entropy,
@@ -85,12 +150,9 @@ std::vector<std::string> GrpoOutputNames(KernelMode mode);
 // Reads a test-vector case (tests/testdata/README.md): `path_or_text` is
 // JSON text when it starts with '{', else a case.json path or the case's
 // directory. Only the fields of the config are read (block sizes keep their
-// defaults); unknown params are an error so typos do not pass silently.
-// The v2 policy-loss parameters (policy_loss, kl_estimator, log_ratio_clamp,
-// advantage_shape, entropy_coef, empty_rows, sapo_tau_pos/neg, is_level,
-// is_mode, is_cap, total_nonempty_rows) are recognised but GrpoConfig does not
-// hold them yet: at their defaults they are accepted, any other valid value is
-// Unimplemented naming the parameter, an invalid one InvalidArgument.
+// defaults): shape, logits_dtype, on_policy, every v1 and v2 param, and a
+// "preset" (applied first, params override it). Unknown params are an error
+// so typos do not pass silently. (kernels/grpo_case_json.cc)
 absl::StatusOr<GrpoConfig> GrpoConfigFromCaseJson(absl::string_view path_or_text);
 
 }  // namespace tpuoff::kernels

@@ -1,11 +1,13 @@
 #include "kernels/grpo_fused_linear.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
 #include "kernels/block_loop.h"
+#include "kernels/grpo_policy.h"
 #include "kernels/grpo_tiled.h"
 
 namespace tpuoff::kernels {
@@ -53,27 +55,10 @@ std::vector<std::string> FusedLinearOutputNames(KernelMode mode) {
 
 FusedLinearParams EmitFusedLinearParameters(XlaBuilder* b, const GrpoConfig& c,
                                             KernelMode mode) {
-  const std::vector<int64_t> bt = {c.batch, c.seq};
-  const Shape f32_bt(PrimitiveType::kF32, bt);
   FusedLinearParams p;
-  int64_t n = 0;
-  p.hidden = b->Parameter(n++, Shape(c.logits_type, {c.batch, c.seq, c.hidden}), "hidden");
-  p.lm_head = b->Parameter(n++, Shape(c.logits_type, {c.hidden, c.vocab}), "lm_head");
-  GrpoParams& g = p.grpo;
-  g.chosen_ids = b->Parameter(n++, Shape(PrimitiveType::kS32, bt), "chosen_ids");
-  g.completion_mask = b->Parameter(n++, f32_bt, "completion_mask");
-  g.advantages = b->Parameter(n++, Shape(PrimitiveType::kF32, {c.batch}), "advantages");
-  if (!c.on_policy) g.old_logp = b->Parameter(n++, f32_bt, "old_logp");
-  if (c.beta != 0) g.ref_logp = b->Parameter(n++, f32_bt, "ref_logp");
-  if (c.token_count_input) {
-    g.total_valid_tokens =
-        b->Parameter(n++, Shape::Scalar(PrimitiveType::kF32), "total_valid_tokens");
-  }
-  if (mode == KernelMode::kBwd) {
-    g.lse = b->Parameter(n++, f32_bt, "lse");
-    g.logp = b->Parameter(n++, f32_bt, "logp");
-  }
-  g.chosen_ids = SanitizeChosenIds(b, g.chosen_ids, c.vocab);  // after every parameter
+  p.hidden = b->Parameter(0, Shape(c.logits_type, {c.batch, c.seq, c.hidden}), "hidden");
+  p.lm_head = b->Parameter(1, Shape(c.logits_type, {c.hidden, c.vocab}), "lm_head");
+  EmitPerTokenParameters(b, c, mode, 2, &p.grpo);
   return p;
 }
 
@@ -125,19 +110,20 @@ XlaOp WriteRows(XlaBuilder* b, XlaOp into, XlaOp x, XlaOp n0) {
   return b->DynamicUpdateSlice(into, x, {n0});
 }
 
-struct ForwardRows {
-  XlaOp lse, chosen, entropy;  // f32 [N]: lse of x, x_y, entropy of z/τ
-};
+// Per-row results of a token chunk's merged statistics, f32 [rows] each.
+using FinishStatsFn = std::function<std::vector<XlaOp>(XlaBuilder*, const VocabStats&)>;
 
-// Forward pass: per token chunk, the vocab statistics streamed over lm_head
-// tiles, finalised to lse/chosen/entropy.
-// `valid`: s32 count of real lm_head columns (invalid: all).
-ForwardRows EmitForwardRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
-                            XlaOp lm_head, XlaOp target, XlaOp valid, int64_t chunk,
-                            const FusedLinearOptions& options) {
+// A statistics pass: per token chunk, the vocab statistics of `spec`
+// streamed over lm_head tiles, then `finish` gives `num_results` per-row
+// arrays, assembled into f32 [N] each. `valid`: s32 count of real lm_head
+// columns (invalid: all).
+std::vector<XlaOp> EmitStatsRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
+                                 XlaOp lm_head, XlaOp target, XlaOp valid, int64_t chunk,
+                                 const StatsSpec& spec, int num_results,
+                                 const FinishStatsFn& finish,
+                                 const FusedLinearOptions& options) {
   const int64_t n = hidden2.shape().dimensions(0);
   const int64_t vocab = lm_head.shape().dimensions(1);
-  const StatsSpec spec = GrpoStatsSpec(cfg);
   const bool masked = valid.valid();
 
   auto chunk_body = [&](XlaBuilder* cb, XlaOp n0, int64_t rows, absl::Span<const XlaOp> inv,
@@ -153,7 +139,7 @@ ForwardRows EmitForwardRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
       XlaOp tile_valid = masked ? hlo::Sub(vinv[3], v0) : XlaOp();
       if (masked) w = ZeroPaddingColumns(vb, w, tile_valid);
       XlaOp z = DotF32(vb, vinv[0], w, 1, 0);
-      XlaOp tile_target = hlo::Sub(vinv[2], v0);
+      XlaOp tile_target = spec.need_chosen ? hlo::Sub(vinv[2], v0) : XlaOp();
       VocabStats tile = masked ? EmitMaskedTileStats(vb, z, tile_target, tile_valid, spec)
                                : EmitTileStats(vb, z, tile_target, spec);
       return FlattenVocabStats(
@@ -168,20 +154,61 @@ ForwardRows EmitForwardRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
                      vloop),
         spec);
     if (options.merge_vocab_stats) st = options.merge_vocab_stats(cb, st, spec);
-    return std::vector<XlaOp>{WriteRows(cb, car[0], LseOf(cb, st.lse), n0),
-                              WriteRows(cb, car[1], st.chosen, n0),
-                              WriteRows(cb, car[2], EntropyOf(cb, st.entropy), n0)};
+    std::vector<XlaOp> res = finish(cb, st);
+    std::vector<XlaOp> out;
+    for (size_t i = 0; i < car.size() && i < res.size(); ++i) {
+      out.push_back(WriteRows(cb, car[i], res[i], n0));
+    }
+    return out;
   };
   BlockLoopOptions loop;
   loop.name = "fused_chunk_fwd";
   loop.max_unrolled_blocks = options.max_unrolled_blocks;
-  // Three distinct buffers: a loop state must not repeat one.
+  // Distinct buffers: a loop state must not repeat one.
   std::vector<XlaOp> zeros;
-  for (int i = 0; i < 3; ++i) zeros.push_back(b->BroadcastInDim(F32(b, 0), {n}, {}));
+  for (int i = 0; i < num_results; ++i) zeros.push_back(b->BroadcastInDim(F32(b, 0), {n}, {}));
   std::vector<XlaOp> invariants = {hidden2, lm_head, target};
   if (masked) invariants.push_back(valid);
-  std::vector<XlaOp> out = ForEachBlock(b, n, chunk, invariants, zeros, chunk_body, loop);
-  return {out[0], out[1], out[2]};
+  return ForEachBlock(b, n, chunk, invariants, zeros, chunk_body, loop);
+}
+
+struct ForwardRows {
+  // f32 [N]: lse of x, x_y, entropy of z/τ; lse(z/τ) when the entropy
+  // gradient needs the entropy domain's own lse.
+  XlaOp lse, chosen, entropy, entropy_lse;
+};
+
+ForwardRows EmitForwardRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
+                            XlaOp lm_head, XlaOp target, XlaOp valid, int64_t chunk,
+                            const FusedLinearOptions& options) {
+  const bool own_lse = EntropyGradNeedsOwnLse(cfg);
+  auto finish = [&](XlaBuilder* fb, const VocabStats& st) {
+    std::vector<XlaOp> out = {LseOf(fb, st.lse), st.chosen, EntropyOf(fb, st.entropy)};
+    if (own_lse) out.push_back(LseOf(fb, st.entropy));
+    return out;
+  };
+  std::vector<XlaOp> r = EmitStatsRows(b, cfg, hidden2, lm_head, target, valid, chunk,
+                                       GrpoStatsSpec(cfg), own_lse ? 4 : 3, finish, options);
+  ForwardRows f{r[0], r[1], r[2]};
+  if (own_lse) f.entropy_lse = r[3];
+  return f;
+}
+
+// The backward-only module's extra pass (post_lse, τ != 1, entropy bonus):
+// lse(z/τ) per row, f32 [N].
+XlaOp EmitEntropyLseRows(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2, XlaOp lm_head,
+                         XlaOp target, XlaOp valid, int64_t chunk,
+                         const FusedLinearOptions& options) {
+  StatsSpec spec;
+  spec.need_lse = true;
+  spec.lse_scale = 1.0 / cfg.temperature;
+  spec.need_entropy = false;
+  spec.need_chosen = false;
+  auto finish = [](XlaBuilder* fb, const VocabStats& st) {
+    return std::vector<XlaOp>{LseOf(fb, st.lse)};
+  };
+  return EmitStatsRows(b, cfg, hidden2, lm_head, target, valid, chunk, spec, 1, finish,
+                       options)[0];
 }
 
 struct BackwardResult {
@@ -191,9 +218,11 @@ struct BackwardResult {
 
 // Backward pass: per lm_head tile, per token chunk, the recomputed logits
 // tile's dlogits and their two products.
+// `entropy`: the entropy bonus's rows (f32 [N] members), or null.
 BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
                             XlaOp lm_head, XlaOp target, XlaOp valid, XlaOp lse, XlaOp coef,
-                            int64_t chunk, const FusedLinearOptions& options) {
+                            const EntropyGradRows* entropy, int64_t chunk,
+                            const FusedLinearOptions& options) {
   const bool masked = valid.valid();
   const int64_t n = hidden2.shape().dimensions(0);
   const int64_t h_dim = hidden2.shape().dimensions(1);
@@ -204,14 +233,24 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
 
   auto chunk_body = [&](XlaBuilder* cb, XlaOp n0, int64_t rows, absl::Span<const XlaOp> inv,
                         absl::Span<const XlaOp> car) {
-    // inv: hidden2, w (tile), target − v0, lse, coef[, valid − v0].
+    // inv: hidden2, w (tile), target − v0, lse, coef[, valid − v0][, e, H[, lse_e]].
     XlaOp h = RowChunk(cb, inv[0], n0, rows);
     XlaOp z = DotF32(cb, h, inv[1], 1, 0);
     XlaOp lse_rows = RowChunk(cb, inv[3], n0, rows);
     XlaOp coef_rows = RowChunk(cb, inv[4], n0, rows);
     XlaOp tgt_rows = RowChunk(cb, inv[2], n0, rows);
-    XlaOp g = masked ? EmitMaskedTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, inv[5])
-                     : EmitTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows);
+    EntropyGradRows ent;
+    const size_t e0 = masked ? 6 : 5;
+    if (entropy != nullptr) {
+      ent = *entropy;
+      ent.coef = RowChunk(cb, inv[e0], n0, rows);
+      ent.entropy = RowChunk(cb, inv[e0 + 1], n0, rows);
+      if (entropy->lse.valid()) ent.lse = RowChunk(cb, inv[e0 + 2], n0, rows);
+    }
+    const EntropyGradRows* ent_ptr = entropy != nullptr ? &ent : nullptr;
+    XlaOp g = masked ? EmitMaskedTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, inv[5],
+                                          ent_ptr)
+                     : EmitTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, ent_ptr);
     // d_lm_head tile += hᵀ·g ([H,W]); d_hidden rows += g·wᵀ ([rows,H]).
     XlaOp d_w = hlo::Add(car[1], DotF32(cb, h, g, 0, 0));
     XlaOp d_h = DotF32(cb, g, inv[1], 1, 1);
@@ -227,13 +266,14 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
   };
   auto tile_body = [&](XlaBuilder* vb, XlaOp v0, int64_t width, absl::Span<const XlaOp> inv,
                        absl::Span<const XlaOp> car) {
-    // inv: hidden2, lm_head, target, lse, coef[, valid].
+    // inv: hidden2, lm_head, target, lse, coef[, valid][, e, H[, lse_e]].
     XlaOp w = ColumnTile(vb, inv[1], v0, width);
     std::vector<XlaOp> chunk_inv = {inv[0], w, hlo::Sub(inv[2], v0), inv[3], inv[4]};
     if (masked) {
       chunk_inv.push_back(hlo::Sub(inv[5], v0));
       chunk_inv[1] = ZeroPaddingColumns(vb, w, chunk_inv.back());
     }
+    for (size_t i = masked ? 6 : 5; i < inv.size(); ++i) chunk_inv.push_back(inv[i]);
     BlockLoopOptions cloop;
     cloop.name = "fused_chunk_bwd";
     cloop.max_unrolled_blocks = options.max_unrolled_blocks;
@@ -256,6 +296,11 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
       b->BroadcastInDim(b->ScalarConstant(w_type, 0), {h_dim / shards, vocab}, {});
   std::vector<XlaOp> invariants = {hidden2, lm_head, target, lse, coef};
   if (masked) invariants.push_back(valid);
+  if (entropy != nullptr) {
+    invariants.push_back(entropy->coef);
+    invariants.push_back(entropy->entropy);
+    if (entropy->lse.valid()) invariants.push_back(entropy->lse);
+  }
   std::vector<XlaOp> out = ForEachBlock(b, vocab, cfg.block_size, invariants,
                                         {d_hidden0, d_lm_head0}, tile_body, loop);
   return {out[0], out[1]};
@@ -290,36 +335,45 @@ FusedLinearOutputs EmitGrpoFusedLinear(XlaBuilder* b, const GrpoConfig& cfg, Ker
   XlaOp target = g.chosen_ids;
   if (options.vocab_offset.valid()) target = hlo::Sub(target, options.vocab_offset);
   target = b->Reshape(target, {n});
-  XlaOp adv = b->BroadcastInDim(g.advantages, bt, {0});
   XlaOp weights = EmitAggregationWeights(b, cfg, g, options.aggregation);
+  const XlaOp valid = options.vocab_valid_width;
 
-  XlaOp lse = g.lse, logp = g.logp, s;
+  // 1. Per-token statistics from the forward stream (or the inputs).
+  XlaOp lse = g.lse, logp = g.logp, entropy = g.entropy, entropy_lse;
   if (mode != KernelMode::kBwd) {
-    ForwardRows rows = EmitForwardRows(b, cfg, hidden2, p.lm_head, target,
-                                       options.vocab_valid_width, chunk, options);
+    ForwardRows rows = EmitForwardRows(b, cfg, hidden2, p.lm_head, target, valid, chunk, options);
     lse = b->Reshape(rows.lse, bt);
     logp = hlo::Sub(b->Reshape(rows.chosen, bt), lse);
     if (cfg.temperature_mode == TemperatureMode::kPostLse && cfg.temperature != 1.0) {
       logp = hlo::Div(logp, F32(b, cfg.temperature));
     }
-    PolicyTerms terms = EmitPolicyTerms(b, cfg, logp, g.old_logp, g.ref_logp, adv,
-                                        {.loss = true, .grad = mode == KernelMode::kFwdBwd});
+    entropy = b->Reshape(rows.entropy, bt);
+    entropy_lse = rows.entropy_lse;
+  } else if (EntropyGradNeedsOwnLse(cfg)) {
+    entropy_lse = EmitEntropyLseRows(b, cfg, hidden2, p.lm_head, target, valid, chunk, options);
+  }
+  // 2. The policy terms on whole rows.
+  PolicyTerms terms = EmitPolicyTerms(
+      b, cfg, g, logp, entropy, weights,
+      {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
+  if (mode != KernelMode::kBwd) {
     out.loss = EmitLoss(b, weights, terms.per_token_loss, options.aggregation);
     out.per_token_loss = terms.per_token_loss;
     out.logp = logp;
-    out.entropy = b->Reshape(rows.entropy, bt);
+    out.entropy = entropy;
     out.lse = lse;
-    s = terms.dloss_dlogp;
-  } else {
-    s = EmitPolicyTerms(b, cfg, logp, g.old_logp, g.ref_logp, adv,
-                        {.loss = false, .grad = true})
-            .dloss_dlogp;
   }
+  // 3. The vocab-outer gradient pass.
   if (mode != KernelMode::kFwd) {
-    XlaOp coef = b->Reshape(EmitGradCoefficient(b, cfg, weights, s), {n});
-    BackwardResult back =
-        EmitBackward(b, cfg, hidden2, p.lm_head, target, options.vocab_valid_width,
-                     b->Reshape(lse, {n}), coef, chunk, options);
+    GradCoefficients coef = EmitGradCoefficients(b, cfg, terms);
+    EntropyGradRows ent;
+    if (coef.entropy.valid()) {
+      ent = {b->Reshape(coef.entropy, {n}), b->Reshape(entropy, {n}), entropy_lse,
+             1.0 / cfg.temperature};
+    }
+    BackwardResult back = EmitBackward(
+        b, cfg, hidden2, p.lm_head, target, valid, b->Reshape(lse, {n}),
+        b->Reshape(coef.logp, {n}), coef.entropy.valid() ? &ent : nullptr, chunk, options);
     XlaOp d_hidden = back.d_hidden;
     if (options.reduce_d_hidden) d_hidden = options.reduce_d_hidden(b, d_hidden);
     if (cfg.logits_type != PrimitiveType::kF32) d_hidden = b->Convert(d_hidden, cfg.logits_type);

@@ -1,6 +1,5 @@
 #include "kernels/grpo_fused_linear_sharded.h"
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -43,24 +42,12 @@ namespace {
 
 FusedLinearParams ParamsByName(const std::vector<std::string>& names,
                                absl::Span<const XlaOp> args) {
-  std::map<std::string, XlaOp> by_name;
-  for (size_t i = 0; i < names.size() && i < args.size(); ++i) by_name[names[i]] = args[i];
-  auto get = [&](const char* name) {
-    auto it = by_name.find(name);
-    return it == by_name.end() ? XlaOp() : it->second;
-  };
   FusedLinearParams p;
-  p.hidden = get("hidden");
-  p.lm_head = get("lm_head");
-  GrpoParams& g = p.grpo;
-  g.chosen_ids = get("chosen_ids");
-  g.completion_mask = get("completion_mask");
-  g.advantages = get("advantages");
-  g.old_logp = get("old_logp");
-  g.ref_logp = get("ref_logp");
-  g.total_valid_tokens = get("total_valid_tokens");
-  g.lse = get("lse");
-  g.logp = get("logp");
+  p.grpo = GrpoParamsByName(names, args);
+  for (size_t i = 0; i < names.size() && i < args.size(); ++i) {
+    if (names[i] == "hidden") p.hidden = args[i];
+    if (names[i] == "lm_head") p.lm_head = args[i];
+  }
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
+#include "kernels/grpo_policy.h"
 #include "kernels/vocab_stats.h"
 
 namespace tpuoff::kernels {
@@ -64,53 +65,67 @@ XlaOp ToF32(XlaBuilder* b, XlaOp x) {
 GrpoOutputs EmitGrpoReference(XlaBuilder* b, const GrpoConfig& c, KernelMode mode,
                               const GrpoParams& p, const AggregationHooks& hooks) {
   const bool post_lse = c.temperature_mode == TemperatureMode::kPostLse;
-  const std::vector<int64_t> bt = {c.batch, c.seq};
+  const bool own_entropy_domain = post_lse && c.temperature != 1.0;
   XlaOp z = ToF32(b, p.logits);
   XlaOp x = (post_lse || c.temperature == 1.0) ? z : hlo::Div(z, F32(b, c.temperature));
-  XlaOp adv = b->BroadcastInDim(p.advantages, bt, {0});
   XlaOp weights = EmitAggregationWeights(b, c, p, hooks);
 
   GrpoOutputs out;
-  XlaOp probs;  // softmax(x), [B,T,V]
-  XlaOp lse = p.lse, logp = p.logp;
-  PolicyTerms terms;
+  XlaOp log_probs;  // log softmax(x), [B,T,V]
+  XlaOp probs;      // its exp, shared by the entropy and the gradient
+  XlaOp log_q;      // log softmax(z/τ) when that is another domain
+  XlaOp lse = p.lse, logp = p.logp, entropy = p.entropy;
   if (mode != KernelMode::kBwd) {
     LogSoftmax ls = EmitLogSoftmax(b, x);
     lse = ls.lse;
+    log_probs = ls.log_probs;
     // A sanitised id of -1 (outside the vocabulary, SanitizeChosenIds) picks
     // nothing: its chosen logit counts as 0, logp = 0 - lse.
-    const Shape s32_bt(PrimitiveType::kS32, bt);
-    XlaOp picked = b->Compare(p.chosen_ids, b->BroadcastInDim(b->ConstantS32(0), bt, {}),
+    XlaOp picked = b->Compare(p.chosen_ids, b->BroadcastInDim(b->ConstantS32(0), {c.batch, c.seq}, {}),
                               ComparisonDirection::kGe);
     logp = b->Select(picked, EmitTakeAlongVocab(b, ls.log_probs, p.chosen_ids), hlo::Neg(ls.lse));
     if (post_lse && c.temperature != 1.0) logp = hlo::Div(logp, F32(b, c.temperature));
     if (mode == KernelMode::kFwdBwd) probs = hlo::Exp(ls.log_probs);
     // The entropy is of softmax(z/τ): the same distribution unless post_lse.
-    if (post_lse && c.temperature != 1.0) {
-      out.entropy = EmitEntropyOfLogProbs(
-          b, EmitLogSoftmax(b, hlo::Div(z, F32(b, c.temperature))).log_probs);
+    if (own_entropy_domain) {
+      log_q = EmitLogSoftmax(b, hlo::Div(z, F32(b, c.temperature))).log_probs;
+      entropy = EmitEntropyOfLogProbs(b, log_q);
     } else {
-      out.entropy = EmitEntropyOfLogProbs(b, ls.log_probs, probs);
+      entropy = EmitEntropyOfLogProbs(b, ls.log_probs, probs);
     }
-    terms = EmitPolicyTerms(b, c, logp, p.old_logp, p.ref_logp, adv,
-                            {.loss = true, .grad = mode == KernelMode::kFwdBwd});
+  } else {
+    log_probs = hlo::Sub(x, BroadcastMinor(b, lse, c.vocab));
+    if (own_entropy_domain && c.entropy_coef != 0) {
+      log_q = EmitLogSoftmax(b, hlo::Div(z, F32(b, c.temperature))).log_probs;
+    }
+  }
+  PolicyTerms terms = EmitPolicyTerms(
+      b, c, p, logp, entropy, weights,
+      {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
+  if (mode != KernelMode::kBwd) {
     out.per_token_loss = terms.per_token_loss;
     out.logp = logp;
+    out.entropy = entropy;
     out.lse = lse;
     out.loss = EmitLoss(b, weights, terms.per_token_loss, hooks);
-  } else {
-    probs = hlo::Exp(hlo::Sub(x, BroadcastMinor(b, lse, c.vocab)));
-    terms = EmitPolicyTerms(b, c, logp, p.old_logp, p.ref_logp, adv,
-                            {.loss = false, .grad = true});
   }
   if (mode != KernelMode::kFwd) {
-    XlaOp coef = EmitGradCoefficient(b, c, weights, terms.dloss_dlogp);
+    GradCoefficients coef = EmitGradCoefficients(b, c, terms);
+    if (!probs.valid()) probs = hlo::Exp(log_probs);
     const Shape btv(PrimitiveType::kS32, {c.batch, c.seq, c.vocab});
     XlaOp onehot = b->Select(
         b->Compare(b->Iota(btv, 2), BroadcastMinor(b, p.chosen_ids, c.vocab),
                    ComparisonDirection::kEq),
         F32(b, 1), F32(b, 0));
-    XlaOp grad = hlo::Mul(BroadcastMinor(b, coef, c.vocab), hlo::Sub(onehot, probs));
+    XlaOp grad = hlo::Mul(BroadcastMinor(b, coef.logp, c.vocab), hlo::Sub(onehot, probs));
+    if (coef.entropy.valid()) {
+      // + e·q_v·(log q_v + H), q = softmax(z/τ).
+      XlaOp q = log_q.valid() ? hlo::Exp(log_q) : probs;
+      if (!log_q.valid()) log_q = log_probs;
+      XlaOp bonus = hlo::Mul(hlo::Mul(BroadcastMinor(b, coef.entropy, c.vocab), q),
+                             hlo::Add(log_q, BroadcastMinor(b, entropy, c.vocab)));
+      grad = hlo::Add(grad, bonus);
+    }
     out.dlogits = c.logits_type == PrimitiveType::kF32 ? grad : b->Convert(grad, c.logits_type);
   }
   return out;

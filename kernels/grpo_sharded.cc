@@ -1,6 +1,5 @@
 #include "kernels/grpo_sharded.h"
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -73,27 +72,6 @@ bool IsTiled(KernelKind kind) {
   return kind == KernelKind::kGrpoTiled || kind == KernelKind::kEntropyTiled;
 }
 
-// The GRPO parameters from the body's arguments, matched by name.
-GrpoParams ParamsByName(const std::vector<std::string>& names, absl::Span<const XlaOp> args) {
-  std::map<std::string, XlaOp> by_name;
-  for (size_t i = 0; i < names.size() && i < args.size(); ++i) by_name[names[i]] = args[i];
-  auto get = [&](const char* name) {
-    auto it = by_name.find(name);
-    return it == by_name.end() ? XlaOp() : it->second;
-  };
-  GrpoParams p;
-  p.logits = get("logits");
-  p.chosen_ids = get("chosen_ids");
-  p.completion_mask = get("completion_mask");
-  p.advantages = get("advantages");
-  p.old_logp = get("old_logp");
-  p.ref_logp = get("ref_logp");
-  p.total_valid_tokens = get("total_valid_tokens");
-  p.lse = get("lse");
-  p.logp = get("logp");
-  return p;
-}
-
 std::vector<XlaOp> OutputsInOrder(const GrpoOutputs& out, KernelMode mode) {
   std::vector<XlaOp> ops;
   if (mode != KernelMode::kBwd) {
@@ -111,7 +89,7 @@ std::vector<XlaOp> EmitShardBody(ShardMapContext& ctx, const KernelSpec& spec,
                                  const std::vector<std::string>& param_names,
                                  absl::Span<const XlaOp> args) {
   XlaBuilder* b = ctx.builder();
-  GrpoParams p = ParamsByName(param_names, args);
+  GrpoParams p = GrpoParamsByName(param_names, args);
   // Ids outside the global vocabulary pick nothing, on every shard.
   if (p.chosen_ids.valid()) p.chosen_ids = SanitizeChosenIds(b, p.chosen_ids, spec.config.vocab);
   AggregationHooks hooks;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
 #include "kernels/block_loop.h"
+#include "kernels/grpo_policy.h"
 
 namespace tpuoff::kernels {
 
@@ -49,7 +50,7 @@ VocabStats EmitVocabRangeStats(XlaBuilder* b, XlaOp logits, XlaOp t0, int64_t ro
 
 XlaOp EmitVocabRangeGrad(XlaBuilder* b, XlaOp logits, XlaOp t0, int64_t rows, XlaOp target,
                          XlaOp lse, XlaOp c, double scale, XlaOp dlogits,
-                         const TileOptions& tiles) {
+                         const TileOptions& tiles, const EntropyGradRows* entropy) {
   if (!logits.valid() || logits.shape().rank() != 3 || !dlogits.valid()) {
     b->ReportError(absl::InvalidArgumentError(
         "EmitVocabRangeGrad: logits and dlogits must be rank 3"));
@@ -59,16 +60,31 @@ XlaOp EmitVocabRangeGrad(XlaBuilder* b, XlaOp logits, XlaOp t0, int64_t rows, Xl
   const int64_t vocab = logits.shape().dimensions(2);
   const PrimitiveType out_type = dlogits.shape().element_type();
   const bool masked = tiles.valid_width.valid();
+  // invariants: logits, t0, target, lse, c, [valid], [e, H, [entropy lse]].
   std::vector<XlaOp> invariants = {logits, t0, target, lse, c};
   if (masked) invariants.push_back(tiles.valid_width);
+  const size_t first_entropy = invariants.size();
+  if (entropy != nullptr) {
+    invariants.push_back(entropy->coef);
+    invariants.push_back(entropy->entropy);
+    if (entropy->lse.valid()) invariants.push_back(entropy->lse);
+  }
   auto body = [&](XlaBuilder* lb, XlaOp start, int64_t width, absl::Span<const XlaOp> inv,
                   absl::Span<const XlaOp> carried) {
     XlaOp zero = lb->ConstantS32(0);
     XlaOp tile = lb->DynamicSlice(inv[0], {zero, inv[1], start}, {batch, rows, width});
     XlaOp tile_target = hlo::Sub(inv[2], start);
+    EntropyGradRows ent;
+    if (entropy != nullptr) {
+      ent = *entropy;
+      ent.coef = inv[first_entropy];
+      ent.entropy = inv[first_entropy + 1];
+      if (entropy->lse.valid()) ent.lse = inv[first_entropy + 2];
+    }
+    const EntropyGradRows* ent_ptr = entropy != nullptr ? &ent : nullptr;
     XlaOp grad = masked ? EmitMaskedTileGrad(lb, tile, scale, inv[3], inv[4], tile_target,
-                                             hlo::Sub(inv[5], start))
-                        : EmitTileGrad(lb, tile, scale, inv[3], inv[4], tile_target);
+                                             hlo::Sub(inv[5], start), ent_ptr)
+                        : EmitTileGrad(lb, tile, scale, inv[3], inv[4], tile_target, ent_ptr);
     if (out_type != PrimitiveType::kF32) grad = lb->Convert(grad, out_type);
     return std::vector<XlaOp>{lb->DynamicUpdateSlice(carried[0], grad, {zero, inv[1], start})};
   };
@@ -100,52 +116,6 @@ StatsSpec EntropyStatsSpec(const GrpoConfig& c) {
 
 namespace {
 
-// Per-token inputs and outputs of one row block [t0, t0 + rows): per-token
-// arrays are [B, rows]; logits and dlogits stay whole.
-struct RowInputs {
-  XlaOp logits, t0;
-  int64_t rows = 0;
-  XlaOp target, adv, old_logp, ref_logp, weights, lse, logp, dlogits;
-  XlaOp valid_width;  // TiledOptions::vocab_valid_width as seen here
-};
-struct RowResults {
-  XlaOp per_token_loss, logp, entropy, lse, dlogits;
-};
-
-RowResults EmitRowBlock(XlaBuilder* b, const GrpoConfig& c, KernelMode mode,
-                        const RowInputs& in, const TiledOptions& options) {
-  const StatsSpec spec = GrpoStatsSpec(c);
-  const TileOptions tiles{c.block_size, options.max_unrolled_blocks, in.valid_width};
-  RowResults r;
-  XlaOp lse = in.lse, logp = in.logp, s;
-  if (mode != KernelMode::kBwd) {
-    VocabStats st = EmitVocabRangeStats(b, in.logits, in.t0, in.rows, in.target, spec, tiles);
-    if (options.merge_vocab_stats) st = options.merge_vocab_stats(b, st, spec);
-    lse = LseOf(b, st.lse);
-    logp = hlo::Sub(st.chosen, lse);
-    if (c.temperature_mode == TemperatureMode::kPostLse && c.temperature != 1.0) {
-      logp = hlo::Div(logp, F32(b, c.temperature));
-    }
-    PolicyTerms terms = EmitPolicyTerms(b, c, logp, in.old_logp, in.ref_logp, in.adv,
-                                        {.loss = true, .grad = mode == KernelMode::kFwdBwd});
-    r.per_token_loss = terms.per_token_loss;
-    r.logp = logp;
-    r.lse = lse;
-    r.entropy = EntropyOf(b, st.entropy);
-    s = terms.dloss_dlogp;
-  } else {
-    s = EmitPolicyTerms(b, c, logp, in.old_logp, in.ref_logp, in.adv,
-                        {.loss = false, .grad = true})
-            .dloss_dlogp;
-  }
-  if (mode != KernelMode::kFwd) {
-    XlaOp coef = EmitGradCoefficient(b, c, in.weights, s);
-    r.dlogits = EmitVocabRangeGrad(b, in.logits, in.t0, in.rows, in.target, lse, coef,
-                                   spec.lse_scale, in.dlogits, tiles);
-  }
-  return r;
-}
-
 // Valid ops of `ops`, and the inverse (absent slots come back invalid).
 std::vector<XlaOp> PackValid(const std::vector<XlaOp>& ops) {
   std::vector<XlaOp> out;
@@ -167,74 +137,169 @@ int64_t RowBlockSize(const GrpoConfig& c) {
   return std::min(c.time_block.value_or(c.seq), c.seq);
 }
 
+// Per-row results of one row block's statistics, f32 [B, rows].
+using FinishStatsFn =
+    std::function<std::vector<XlaOp>(XlaBuilder*, const VocabStats&)>;
+
+// A vocab statistics stream over all rows, row block by row block (one
+// block: straight-line): `finish` turns a block's merged statistics into
+// `num_results` per-row arrays, assembled into f32 [B,T] each.
+std::vector<XlaOp> EmitStatsPass(XlaBuilder* b, const GrpoConfig& c, XlaOp logits, XlaOp target,
+                                 const StatsSpec& spec, int num_results,
+                                 const FinishStatsFn& finish, const TiledOptions& options) {
+  auto block_results = [&](XlaBuilder* rb, XlaOp lg, XlaOp t0, int64_t rows, XlaOp tgt,
+                           XlaOp valid) {
+    const TileOptions tiles{c.block_size, options.max_unrolled_blocks, valid};
+    VocabStats st = EmitVocabRangeStats(rb, lg, t0, rows, tgt, spec, tiles);
+    if (options.merge_vocab_stats) st = options.merge_vocab_stats(rb, st, spec);
+    return finish(rb, st);
+  };
+  const int64_t row_block = RowBlockSize(c);
+  if (row_block == c.seq) {
+    return block_results(b, logits, b->ConstantS32(0), c.seq, target,
+                         options.vocab_valid_width);
+  }
+  // invariants: logits, [target], [valid]; carried: the [B,T] results.
+  const std::vector<XlaOp> inv_all = {logits, spec.need_chosen ? target : XlaOp(),
+                                      options.vocab_valid_width};
+  std::vector<XlaOp> zeros;
+  for (int i = 0; i < num_results; ++i) {
+    zeros.push_back(b->BroadcastInDim(F32(b, 0), {c.batch, c.seq}, {}));
+  }
+  auto body = [&](XlaBuilder* lb, XlaOp t0, int64_t rows, absl::Span<const XlaOp> packed,
+                  absl::Span<const XlaOp> car) {
+    std::vector<XlaOp> inv = Unpack(inv_all, packed);
+    std::vector<XlaOp> res =
+        block_results(lb, inv[0], t0, rows, RowBlock(lb, inv[1], t0, rows), inv[2]);
+    std::vector<XlaOp> out;
+    for (size_t i = 0; i < car.size() && i < res.size(); ++i) {
+      out.push_back(lb->DynamicUpdateSlice(car[i], res[i], {lb->ConstantS32(0), t0}));
+    }
+    return out;
+  };
+  BlockLoopOptions loop;
+  loop.name = "row_block";
+  loop.max_unrolled_blocks = options.max_unrolled_blocks;
+  return ForEachBlock(b, c.seq, row_block, PackValid(inv_all), zeros, body, loop);
+}
+
+// The forward stream: lse (of x), logp, entropy (of z/τ) and, when the
+// entropy gradient needs it, lse(z/τ), each f32 [B,T].
+struct ForwardRows {
+  XlaOp lse, logp, entropy, entropy_lse;
+};
+
+ForwardRows EmitForwardPass(XlaBuilder* b, const GrpoConfig& c, XlaOp logits, XlaOp target,
+                            const TiledOptions& options) {
+  const StatsSpec spec = GrpoStatsSpec(c);
+  const bool own_lse = EntropyGradNeedsOwnLse(c);
+  auto finish = [&](XlaBuilder* fb, const VocabStats& st) {
+    XlaOp lse = LseOf(fb, st.lse);
+    XlaOp logp = hlo::Sub(st.chosen, lse);
+    if (c.temperature_mode == TemperatureMode::kPostLse && c.temperature != 1.0) {
+      logp = hlo::Div(logp, F32(fb, c.temperature));
+    }
+    std::vector<XlaOp> out = {lse, logp, EntropyOf(fb, st.entropy)};
+    // The entropy domain's own statistics are in the stream already.
+    if (own_lse) out.push_back(LseOf(fb, st.entropy));
+    return out;
+  };
+  std::vector<XlaOp> r =
+      EmitStatsPass(b, c, logits, target, spec, own_lse ? 4 : 3, finish, options);
+  ForwardRows f{r[0], r[1], r[2]};
+  if (own_lse) f.entropy_lse = r[3];
+  return f;
+}
+
+// The backward-only module's one extra pass (post_lse, τ != 1, entropy
+// bonus): lse(z/τ), which its `lse` input (of z) does not give.
+XlaOp EmitEntropyLsePass(XlaBuilder* b, const GrpoConfig& c, XlaOp logits,
+                         const TiledOptions& options) {
+  StatsSpec spec;
+  spec.need_lse = true;
+  spec.lse_scale = 1.0 / c.temperature;
+  spec.need_entropy = false;
+  spec.need_chosen = false;
+  auto finish = [](XlaBuilder* fb, const VocabStats& st) {
+    return std::vector<XlaOp>{LseOf(fb, st.lse)};
+  };
+  return EmitStatsPass(b, c, logits, XlaOp(), spec, 1, finish, options)[0];
+}
+
+// The vocab gradient pass, row block by row block, into dlogits.
+XlaOp EmitBackwardPass(XlaBuilder* b, const GrpoConfig& c, XlaOp logits, XlaOp target,
+                       XlaOp lse, const GradCoefficients& coef, XlaOp entropy,
+                       XlaOp entropy_lse, XlaOp dlogits, const TiledOptions& options) {
+  const StatsSpec spec = GrpoStatsSpec(c);
+  const bool with_entropy = coef.entropy.valid();
+  auto block_grad = [&](XlaBuilder* rb, XlaOp lg, XlaOp t0, int64_t rows,
+                        const std::vector<XlaOp>& per_row, XlaOp into, XlaOp valid) {
+    // per_row: target, lse, c, e, H, entropy lse ([B, rows]; some invalid).
+    const TileOptions tiles{c.block_size, options.max_unrolled_blocks, valid};
+    EntropyGradRows ent{per_row[3], per_row[4], per_row[5], 1.0 / c.temperature};
+    return EmitVocabRangeGrad(rb, lg, t0, rows, per_row[0], per_row[1], per_row[2],
+                              spec.lse_scale, into, tiles, with_entropy ? &ent : nullptr);
+  };
+  const std::vector<XlaOp> per_row = {target,  lse,
+                                      coef.logp, coef.entropy,
+                                      with_entropy ? entropy : XlaOp(), entropy_lse};
+  const int64_t row_block = RowBlockSize(c);
+  if (row_block == c.seq) {
+    return block_grad(b, logits, b->ConstantS32(0), c.seq, per_row, dlogits,
+                      options.vocab_valid_width);
+  }
+  std::vector<XlaOp> inv_all = {logits, options.vocab_valid_width};
+  inv_all.insert(inv_all.end(), per_row.begin(), per_row.end());
+  auto body = [&](XlaBuilder* lb, XlaOp t0, int64_t rows, absl::Span<const XlaOp> packed,
+                  absl::Span<const XlaOp> car) {
+    std::vector<XlaOp> inv = Unpack(inv_all, packed);
+    std::vector<XlaOp> rows_of;
+    for (size_t i = 2; i < inv.size(); ++i) rows_of.push_back(RowBlock(lb, inv[i], t0, rows));
+    return std::vector<XlaOp>{block_grad(lb, inv[0], t0, rows, rows_of, car[0], inv[1])};
+  };
+  BlockLoopOptions loop;
+  loop.name = "row_block_bwd";
+  loop.max_unrolled_blocks = options.max_unrolled_blocks;
+  return ForEachBlock(b, c.seq, row_block, PackValid(inv_all), {dlogits}, body, loop)[0];
+}
+
 }  // namespace
 
 GrpoOutputs EmitGrpoTiled(XlaBuilder* b, const GrpoConfig& c, KernelMode mode,
                           const GrpoParams& p, const TiledOptions& options) {
-  const std::vector<int64_t> bt = {c.batch, c.seq};
   XlaOp target = p.chosen_ids;
   if (options.vocab_offset.valid()) target = hlo::Sub(target, options.vocab_offset);
-  XlaOp adv = b->BroadcastInDim(p.advantages, bt, {0});
   XlaOp weights = EmitAggregationWeights(b, c, p, options.aggregation);
-  XlaOp dlogits;
-  if (mode != KernelMode::kFwd) {
-    dlogits = b->BroadcastInDim(b->ScalarConstant(c.logits_type, 0),
-                                {c.batch, c.seq, c.vocab}, {});
-  }
 
-  RowResults res;
-  const int64_t row_block = RowBlockSize(c);
-  if (row_block == c.seq) {
-    RowInputs in{p.logits, b->ConstantS32(0), c.seq, target, adv, p.old_logp, p.ref_logp,
-                 weights, p.lse, p.logp, dlogits, options.vocab_valid_width};
-    res = EmitRowBlock(b, c, mode, in, options);
+  // 1. Per-token statistics: from the vocab stream, or the backward-only
+  //    module's inputs.
+  ForwardRows fw;
+  if (mode != KernelMode::kBwd) {
+    fw = EmitForwardPass(b, c, p.logits, target, options);
   } else {
-    // Outer loop over row blocks; per-token results are written back with
-    // dynamic-update-slice, dlogits is carried.
-    const std::vector<XlaOp> inv_all = {p.logits, target, adv, p.old_logp, p.ref_logp,
-                                        mode == KernelMode::kFwd ? XlaOp() : weights,
-                                        p.lse, p.logp, options.vocab_valid_width};
-    std::vector<XlaOp> car_all(5);
-    if (mode != KernelMode::kBwd) {
-      for (int i = 0; i < 4; ++i) car_all[i] = b->BroadcastInDim(F32(b, 0), bt, {});
-    }
-    car_all[4] = dlogits;
-    auto body = [&](XlaBuilder* lb, XlaOp t0, int64_t rows, absl::Span<const XlaOp> inv_packed,
-                    absl::Span<const XlaOp> car_packed) {
-      std::vector<XlaOp> inv = Unpack(inv_all, inv_packed);
-      std::vector<XlaOp> car = Unpack(car_all, car_packed);
-      RowInputs in{inv[0], t0, rows,
-                   RowBlock(lb, inv[1], t0, rows), RowBlock(lb, inv[2], t0, rows),
-                   RowBlock(lb, inv[3], t0, rows), RowBlock(lb, inv[4], t0, rows),
-                   RowBlock(lb, inv[5], t0, rows), RowBlock(lb, inv[6], t0, rows),
-                   RowBlock(lb, inv[7], t0, rows), car[4], inv[8]};
-      RowResults r = EmitRowBlock(lb, c, mode, in, options);
-      const XlaOp zero = lb->ConstantS32(0);
-      const XlaOp block_out[4] = {r.per_token_loss, r.logp, r.entropy, r.lse};
-      for (int i = 0; i < 4; ++i) {
-        if (car[i].valid()) car[i] = lb->DynamicUpdateSlice(car[i], block_out[i], {zero, t0});
-      }
-      if (car[4].valid()) car[4] = r.dlogits;
-      return PackValid(car);
-    };
-    BlockLoopOptions loop;
-    loop.name = "row_block";
-    loop.max_unrolled_blocks = options.max_unrolled_blocks;
-    std::vector<XlaOp> final_car = Unpack(
-        car_all, ForEachBlock(b, c.seq, row_block, PackValid(inv_all), PackValid(car_all),
-                              body, loop));
-    res = {final_car[0], final_car[1], final_car[2], final_car[3], final_car[4]};
+    fw = {p.lse, p.logp, p.entropy, XlaOp()};
+    if (EntropyGradNeedsOwnLse(c)) fw.entropy_lse = EmitEntropyLsePass(b, c, p.logits, options);
   }
-
+  // 2. The policy terms on whole rows.
+  PolicyTerms terms = EmitPolicyTerms(
+      b, c, p, fw.logp, fw.entropy, weights,
+      {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
   GrpoOutputs out;
   if (mode != KernelMode::kBwd) {
-    out.loss = EmitLoss(b, weights, res.per_token_loss, options.aggregation);
-    out.per_token_loss = res.per_token_loss;
-    out.logp = res.logp;
-    out.entropy = res.entropy;
-    out.lse = res.lse;
+    out.loss = EmitLoss(b, weights, terms.per_token_loss, options.aggregation);
+    out.per_token_loss = terms.per_token_loss;
+    out.logp = fw.logp;
+    out.entropy = fw.entropy;
+    out.lse = fw.lse;
   }
-  out.dlogits = res.dlogits;
+  // 3. The vocab gradient pass.
+  if (mode != KernelMode::kFwd) {
+    XlaOp dlogits = b->BroadcastInDim(b->ScalarConstant(c.logits_type, 0),
+                                      {c.batch, c.seq, c.vocab}, {});
+    out.dlogits = EmitBackwardPass(b, c, p.logits, target, fw.lse,
+                                   EmitGradCoefficients(b, c, terms), fw.entropy,
+                                   fw.entropy_lse, dlogits, options);
+  }
   return out;
 }
 

@@ -43,10 +43,13 @@ VocabStats EmitVocabRangeStats(hlo::XlaBuilder* b, hlo::XlaOp logits, hlo::XlaOp
 // Backward over the same range: writes c·(1[v = y] − exp(z·scale − lse)) for
 // rows [t0, t0 + rows) into `dlogits` ([B, T, Vr], the logits' shape, any
 // float type) tile by tile and returns the updated array. lse, c: f32 [B, rows].
+// With `entropy` (members [B, rows]) the entropy bonus's term is added
+// (EmitTileGrad).
 hlo::XlaOp EmitVocabRangeGrad(hlo::XlaBuilder* b, hlo::XlaOp logits, hlo::XlaOp t0,
                               int64_t rows, hlo::XlaOp target, hlo::XlaOp lse,
                               hlo::XlaOp c, double scale, hlo::XlaOp dlogits,
-                              const TileOptions& tiles);
+                              const TileOptions& tiles,
+                              const EntropyGradRows* entropy = nullptr);
 
 // The softmax domains a GRPO config needs: lse of x (z/τ or z), entropy of
 // z/τ, and the chosen logit.
@@ -69,7 +72,13 @@ struct TiledOptions {
   AggregationHooks aggregation;
 };
 
-// The whole tiled GRPO computation on already declared parameters.
+// The whole tiled GRPO computation on already declared parameters: the
+// forward vocab stream (lse, logp, entropy per token; row block by row
+// block), the policy terms on whole [B,T] rows (grpo_policy.h), then the
+// vocab gradient pass. The entropy bonus's gradient needs nothing beyond the
+// stream's lse and entropy (and its own lse(z/τ) in post_lse mode with τ != 1,
+// also from the stream); only a backward-only module in that mode makes one
+// extra statistics pass to get lse(z/τ).
 GrpoOutputs EmitGrpoTiled(hlo::XlaBuilder* b, const GrpoConfig& config, KernelMode mode,
                           const GrpoParams& params, const TiledOptions& options = {});
 

@@ -211,21 +211,33 @@ XlaOp EntropyOf(XlaBuilder* b, const SoftmaxStats& s) {
 }
 
 XlaOp EmitTileGrad(XlaBuilder* b, XlaOp z_tile, double scale, XlaOp lse, XlaOp c,
-                   XlaOp target) {
-  XlaOp x = Scaled(b, ToF32(b, z_tile), scale);
+                   XlaOp target, const EntropyGradRows* entropy) {
+  XlaOp z = ToF32(b, z_tile);
+  XlaOp x = Scaled(b, z, scale);
   const int64_t minor = MinorDim(x);
   const int64_t width = x.shape().dimensions(minor);
-  XlaOp p = hlo::Exp(hlo::Sub(x, BroadcastMinor(b, lse, width)));
+  XlaOp log_p = hlo::Sub(x, BroadcastMinor(b, lse, width));
+  XlaOp p = hlo::Exp(log_p);
   XlaOp iota = b->Iota(Shape(PrimitiveType::kS32, x.shape().dimensions()), minor);
   XlaOp hit = b->Compare(iota, BroadcastMinor(b, target, width), ComparisonDirection::kEq);
   XlaOp onehot_minus_p = b->Select(hit, hlo::Sub(F32(b, 1), p), hlo::Neg(p));
-  return hlo::Mul(BroadcastMinor(b, c, width), onehot_minus_p);
+  XlaOp grad = hlo::Mul(BroadcastMinor(b, c, width), onehot_minus_p);
+  if (entropy == nullptr) return grad;
+  // dH/dz_v ∝ −q_v·(log q_v + H): q = p unless the entropy has its own domain.
+  XlaOp log_q = log_p, q = p;
+  if (entropy->lse.valid()) {
+    log_q = hlo::Sub(Scaled(b, z, entropy->scale), BroadcastMinor(b, entropy->lse, width));
+    q = hlo::Exp(log_q);
+  }
+  XlaOp bonus = hlo::Mul(hlo::Mul(BroadcastMinor(b, entropy->coef, width), q),
+                         hlo::Add(log_q, BroadcastMinor(b, entropy->entropy, width)));
+  return hlo::Add(grad, bonus);
 }
 
 XlaOp EmitMaskedTileGrad(XlaBuilder* b, XlaOp z_tile, double scale, XlaOp lse, XlaOp c,
-                         XlaOp target, XlaOp valid) {
+                         XlaOp target, XlaOp valid, const EntropyGradRows* entropy) {
   if (!z_tile.valid()) return XlaOp();
-  XlaOp grad = EmitTileGrad(b, z_tile, scale, lse, c, target);
+  XlaOp grad = EmitTileGrad(b, z_tile, scale, lse, c, target, entropy);
   return b->Select(LeadingColumns(b, z_tile, valid), grad, F32(b, 0));
 }
 

@@ -89,15 +89,29 @@ VocabStats UnflattenVocabStats(absl::Span<const hlo::XlaOp> flat, const StatsSpe
 hlo::XlaOp LseOf(hlo::XlaBuilder* b, const SoftmaxStats& stats);
 hlo::XlaOp EntropyOf(hlo::XlaBuilder* b, const SoftmaxStats& stats);
 
+// The entropy bonus's share of a tile's gradient (GRPO_SPEC.md v2 "Entropy
+// with a gradient"): e·q_v·(log q_v + H) with log q_v = z_v·scale − lse. All
+// f32 [rows...] like the tile's rows.
+struct EntropyGradRows {
+  hlo::XlaOp coef;     // e = κ·g/τ
+  hlo::XlaOp entropy;  // H
+  // lse of the entropy domain z·scale; invalid: the same domain as the
+  // policy gradient's softmax (its `scale` and `lse`), so q = p.
+  hlo::XlaOp lse;
+  double scale = 1.0;
+};
+
 // Gradient of one tile: c·(1[v = y] − exp(z·scale − lse)) as f32 [rows..., W],
-// with `lse` and `c` f32 [rows...] and `target` as for EmitTileStats.
-// Rows with c == 0 come out exactly 0 (up to the sign of zero).
+// with `lse` and `c` f32 [rows...] and `target` as for EmitTileStats, plus
+// the entropy term when `entropy` is given. Rows with c == 0 (and e == 0)
+// come out exactly 0 (up to the sign of zero).
 hlo::XlaOp EmitTileGrad(hlo::XlaBuilder* b, hlo::XlaOp z_tile, double scale,
-                        hlo::XlaOp lse, hlo::XlaOp c, hlo::XlaOp target);
+                        hlo::XlaOp lse, hlo::XlaOp c, hlo::XlaOp target,
+                        const EntropyGradRows* entropy = nullptr);
 // EmitTileGrad with exact zeros in the columns at or beyond `valid` (s32).
 hlo::XlaOp EmitMaskedTileGrad(hlo::XlaBuilder* b, hlo::XlaOp z_tile, double scale,
                               hlo::XlaOp lse, hlo::XlaOp c, hlo::XlaOp target,
-                              hlo::XlaOp valid);
+                              hlo::XlaOp valid, const EntropyGradRows* entropy = nullptr);
 
 // Small helpers shared by the emitters.
 // `x` (rank r) broadcast along a new minor dimension of size `width`.

@@ -172,7 +172,7 @@ TEST(KernelFlagsTest, MapsEveryFlagIntoTheSpec) {
                                "--max-len=9", "--on-policy",
                                "--block-size=16"})
                   .ok());
-  absl::Status usage = CheckKernelFlagUsage(fs, k);
+  absl::Status usage = CheckKernelFlagUsage(fs, &k);
   ASSERT_TRUE(usage.ok()) << usage;
   absl::StatusOr<kernels::KernelSpec> spec = KernelSpecFromFlags(k);
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -208,6 +208,103 @@ TEST(KernelFlagsTest, MapsEveryFlagIntoTheSpec) {
   EXPECT_EQ(spec2->config.vocab, 151936);
 }
 
+TEST(KernelFlagsTest, MapsEveryPolicyLossFlagIntoTheSpec) {
+  KernelFlags k;
+  FlagSet fs("tpuoff k", "", "");
+  RegisterKernelFlags(fs, &k);
+  ASSERT_TRUE(ParseKernel(fs, {"--kernel=grpo_tiled", "--mode=bwd", "--policy-loss=sapo",
+                               "--kl-estimator=k2", "--beta=0.1", "--log-ratio-clamp=0.5",
+                               "--advantage-shape=token", "--entropy-coef=-0.01",
+                               "--loss-type=sequence_mean", "--empty-rows=skip",
+                               "--row-count-input", "--sapo-tau-pos=0.7",
+                               "--sapo-tau-neg=1.2", "--is-level=token", "--is-mode=mask",
+                               "--is-cap=4"})
+                  .ok());
+  absl::Status usage = CheckKernelFlagUsage(fs, &k);
+  ASSERT_TRUE(usage.ok()) << usage;
+  absl::StatusOr<kernels::KernelSpec> spec = KernelSpecFromFlags(k);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const kernels::GrpoConfig& c = spec->config;
+  EXPECT_EQ(c.policy_loss, kernels::PolicyLoss::kSapo);
+  EXPECT_EQ(c.kl_estimator, kernels::KlEstimator::kK2);
+  EXPECT_EQ(c.log_ratio_clamp, 0.5);
+  EXPECT_EQ(c.advantage_shape, kernels::AdvantageShape::kToken);
+  EXPECT_EQ(c.entropy_coef, -0.01);
+  EXPECT_EQ(c.empty_rows, kernels::EmptyRows::kSkip);
+  EXPECT_TRUE(c.row_count_input);
+  EXPECT_EQ(c.sapo_tau_pos, 0.7);
+  EXPECT_EQ(c.sapo_tau_neg, 1.2);
+  EXPECT_EQ(c.is_level, kernels::IsLevel::kToken);
+  EXPECT_EQ(c.is_mode, kernels::IsMode::kMask);
+  EXPECT_EQ(c.is_cap, 4);
+  // The module takes the v2 inputs.
+  auto module = BuildKernelModule(k);
+  ASSERT_TRUE(module.ok()) << module.status();
+  std::vector<std::string> names;
+  for (const hlo::HloInstruction* p : (*module)->entry()->parameters()) names.push_back(p->name());
+  EXPECT_THAT(names, ::testing::ElementsAre("logits", "chosen_ids", "completion_mask",
+                                            "advantages", "old_logp", "ref_logp",
+                                            "sampler_logp", "total_nonempty_rows", "lse",
+                                            "logp", "entropy"));
+  EXPECT_EQ((*module)->entry()->parameter(3)->shape().rank(), 2);  // token advantages
+}
+
+// --preset fills what the command line leaves unset; explicit flags win, and
+// a preset's options tied to its own aggregation or surrogate are dropped
+// when those are overridden.
+TEST(KernelFlagsTest, PresetsResolveUnderExplicitFlags) {
+  auto resolve = [](std::vector<std::string> args) -> absl::StatusOr<kernels::GrpoConfig> {
+    KernelFlags k;
+    FlagSet fs("tpuoff k", "", "");
+    RegisterKernelFlags(fs, &k);
+    args.insert(args.begin(), "--kernel=grpo_reference");
+    if (absl::Status s = fs.Parse(args); !s.ok()) return s;
+    if (absl::Status s = CheckKernelFlagUsage(fs, &k); !s.ok()) return s;
+    absl::StatusOr<kernels::KernelSpec> spec = KernelSpecFromFlags(k);
+    if (!spec.ok()) return spec.status();
+    return spec->config;
+  };
+  auto tunix = resolve({"--preset=tunix-grpo"});
+  ASSERT_TRUE(tunix.ok()) << tunix.status();
+  EXPECT_EQ(tunix->beta, 0.04);
+  EXPECT_EQ(tunix->kl_estimator, kernels::KlEstimator::kK1);
+  EXPECT_EQ(tunix->loss_type, kernels::LossType::kSequenceMean);
+  EXPECT_EQ(tunix->empty_rows, kernels::EmptyRows::kSkip);
+  EXPECT_EQ(tunix->log_ratio_clamp, 20.0);
+
+  auto tunix_override = resolve({"--preset=tunix-grpo", "--beta=0.5", "--loss-type=token_mean"});
+  ASSERT_TRUE(tunix_override.ok()) << tunix_override.status();
+  EXPECT_EQ(tunix_override->beta, 0.5);
+  EXPECT_EQ(tunix_override->loss_type, kernels::LossType::kTokenMean);
+  EXPECT_EQ(tunix_override->empty_rows, kernels::EmptyRows::kCount);  // dropped with it
+  EXPECT_EQ(tunix_override->kl_estimator, kernels::KlEstimator::kK1);
+
+  auto dapo = resolve({"--preset=trl-dapo"});
+  ASSERT_TRUE(dapo.ok()) << dapo.status();
+  EXPECT_EQ(dapo->eps_high, 0.28);
+  EXPECT_TRUE(dapo->token_count_input);
+  auto dapo_seq = resolve({"--preset=trl-dapo", "--loss-type=sequence_mean"});
+  ASSERT_TRUE(dapo_seq.ok()) << dapo_seq.status();
+  EXPECT_FALSE(dapo_seq->token_count_input);
+
+  auto verl = resolve({"--preset=verl-grpo", "--policy-loss=cispo"});
+  ASSERT_TRUE(verl.ok()) << verl.status();
+  EXPECT_EQ(verl->policy_loss, kernels::PolicyLoss::kCispo);
+  EXPECT_FALSE(verl->delta.has_value());  // verl's dual clip belongs to ppo_clip
+  EXPECT_EQ(verl->log_ratio_clamp, 20.0);
+  auto verl_delta = resolve({"--preset=verl-grpo", "--policy-loss=cispo", "--delta=2"});
+  ASSERT_FALSE(verl_delta.ok());
+  EXPECT_THAT(std::string(verl_delta.status().message()),
+              HasSubstr("applies to policy_loss ppo_clip only, not cispo"));
+
+  // Unresolved presets are refused rather than ignored.
+  KernelFlags raw;
+  raw.kernel = "grpo_tiled";
+  raw.preset = "trl-grpo";
+  EXPECT_THAT(std::string(KernelSpecFromFlags(raw).status().message()),
+              HasSubstr("--preset=trl-grpo was not resolved"));
+}
+
 TEST(KernelFlagsTest, UsageErrors) {
   struct Case {
     std::vector<std::string> args;
@@ -221,14 +318,25 @@ TEST(KernelFlagsTest, UsageErrors) {
       {{"--kernel=entropy_tiled", "--mode=bwd"}, "has only --mode=fwd"},
       {{"--kernel=grpo_reference", "--delta=0.9"}, "delta"},
       {{"--kernel=grpo_reference", "--temperature=-1"}, "temperature"},
+      {{"--policy-loss=gspo"}, "--policy-loss only applies with --kernel=NAME"},
+      {{"--preset=trl-grpo"}, "--preset only applies with --kernel=NAME"},
+      {{"--kernel=grpo_tiled", "--policy-loss=gspo", "--delta=1.5"},
+       "delta (the upper ratio clamp) applies to policy_loss ppo_clip only, not gspo"},
+      {{"--kernel=grpo_tiled", "--empty-rows=skip"},
+       "empty_rows skip applies to loss_type sequence_mean only"},
+      {{"--kernel=grpo_tiled", "--row-count-input", "--loss-type=sequence_mean"},
+       "needs loss_type sequence_mean with empty_rows skip"},
+      {{"--kernel=grpo_tiled", "--log-ratio-clamp=0"}, "log_ratio_clamp must be"},
+      {{"--kernel=grpo_tiled", "--is-cap=-2"}, "is_cap must be"},
+      {{"--kernel=grpo_tiled", "--sapo-tau-neg=0"}, "sapo_tau_neg must be"},
   };
   for (const Case& c : cases) {
     KernelFlags k;
     FlagSet fs("tpuoff k", "", "");
     RegisterKernelFlags(fs, &k);
     ASSERT_TRUE(fs.Parse(c.args).ok()) << c.message;
-    absl::Status s = CheckKernelFlagUsage(fs, k);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    absl::Status s = CheckKernelFlagUsage(fs, &k);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message << ": " << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
   }
 }
@@ -395,6 +503,64 @@ TEST(RandomInputsTest, GrpoInputsAreDeterministicAndSensible) {
     EXPECT_NEAR(by_name["logp"]->GetAsDouble(r), logp, 1e-5 * std::fabs(logp) + 1e-6);
     // old_logp is logp plus N(0, 0.1^2) noise: within 6 sigma.
     EXPECT_NEAR(by_name["old_logp"]->GetAsDouble(r), logp, 0.6);
+  }
+}
+
+// The v2 inputs: sampler_logp near logp, the non-empty row count, the
+// backward's entropy of softmax(z/τ) (post_lse: not of the lse's domain z).
+TEST(RandomInputsTest, PolicyLossInputs) {
+  KernelFlags k;
+  k.kernel = "grpo_tiled";
+  k.mode = "bwd";
+  k.batch = 3;
+  k.seq = 5;
+  k.vocab = 29;
+  k.temperature = 0.5;
+  k.temperature_mode = "post_lse";
+  k.entropy_coef = 0.1;
+  k.is_level = "token";
+  k.loss_type = "sequence_mean";
+  k.empty_rows = "skip";
+  k.row_count_input = true;
+  k.advantage_shape = "token";
+  auto module = BuildKernelModule(k);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const hlo::HloComputation& entry = *(*module)->entry();
+  RandomInputOptions o;
+  o.seed = 5;
+  o.temperature = 0.5;
+  o.post_lse = true;
+  auto a = MakeRandomInputs(entry, o);
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::map<std::string, const hlo::Literal*> by_name;
+  for (int64_t i = 0; i < entry.num_parameters(); ++i) {
+    by_name[entry.parameter(i)->name()] = &(*a)[i];
+  }
+  for (const char* name : {"sampler_logp", "total_nonempty_rows", "entropy", "advantages"}) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+  }
+  EXPECT_EQ(by_name["advantages"]->num_elements(), 15);
+  const hlo::Literal& mask = *by_name["completion_mask"];
+  double rows = 0;
+  for (int64_t b = 0; b < 3; ++b) {
+    bool any = false;
+    for (int64_t t = 0; t < 5; ++t) any = any || mask.GetAsDouble(b * 5 + t) != 0;
+    rows += any;
+  }
+  EXPECT_EQ(by_name["total_nonempty_rows"]->GetAsDouble(0), std::max(rows, 1.0));
+  const hlo::Literal& logits = *by_name["logits"];
+  for (int64_t r = 0; r < 15; ++r) {
+    double mx = -INFINITY, sum = 0, usum = 0;
+    for (int64_t v = 0; v < 29; ++v) mx = std::max(mx, logits.GetAsDouble(r * 29 + v) / 0.5);
+    for (int64_t v = 0; v < 29; ++v) {
+      const double d = logits.GetAsDouble(r * 29 + v) / 0.5 - mx;
+      sum += std::exp(d);
+      usum += std::exp(d) * d;
+    }
+    const double h = std::log(sum) - usum / sum;
+    EXPECT_NEAR(by_name["entropy"]->GetAsDouble(r), h, 1e-5 * std::fabs(h) + 1e-6) << r;
+    EXPECT_NEAR(by_name["sampler_logp"]->GetAsDouble(r), by_name["logp"]->GetAsDouble(r), 0.6);
+    EXPECT_NE(by_name["sampler_logp"]->GetAsDouble(r), by_name["logp"]->GetAsDouble(r));
   }
 }
 

@@ -240,7 +240,8 @@ class GrpoVectorsTest : public ::testing::TestWithParam<VectorCase> {
     }
   }
 
-  // fwd_bwd, then fwd followed by bwd fed with the forward's lse and logp.
+  // fwd_bwd, then fwd followed by bwd fed with the forward's lse and logp
+  // (and entropy, which a backward with an entropy bonus takes).
   void CheckGrpo(KernelKind kind, const GrpoConfig& config, const std::string& label) {
     auto fwd_bwd = Run({kind, KernelMode::kFwdBwd, config});
     ASSERT_TRUE(fwd_bwd.ok()) << label << ": " << fwd_bwd.status();
@@ -251,7 +252,7 @@ class GrpoVectorsTest : public ::testing::TestWithParam<VectorCase> {
     ASSERT_TRUE(fwd.ok()) << label << ": " << fwd.status();
     EXPECT_EQ(fwd->size(), 5u);
     ExpectOutputs(*fwd, label + " fwd");
-    std::map<std::string, Literal> saved = {{"lse", fwd->at("lse")}, {"logp", fwd->at("logp")}};
+    std::map<std::string, Literal> saved = {{"lse", fwd->at("lse")}, {"logp", fwd->at("logp")}, {"entropy", fwd->at("entropy")}};
     auto bwd = Run({kind, KernelMode::kBwd, config}, saved);
     ASSERT_TRUE(bwd.ok()) << label << ": " << bwd.status();
     ASSERT_EQ(bwd->size(), 1u);
@@ -374,13 +375,19 @@ TEST_P(GrpoVectorsTest, VocabRangesMerge) {
 INSTANTIATE_TEST_SUITE_P(Cases, GrpoVectorsTest,
                          ::testing::ValuesIn(testvectors::VectorCases("grpo")),
                          testvectors::CaseTestName);
+// The policy-loss variants (GRPO_SPEC.md v2) through the same checks.
+INSTANTIATE_TEST_SUITE_P(V2Cases, GrpoVectorsTest,
+                         ::testing::ValuesIn(testvectors::VectorCases("grpo_v2")),
+                         testvectors::CaseTestName);
 
 // The own vectors ship with the source tree (at least the shared set's 12
-// cases); the shared ones, when configured, must be there too.
+// cases, 19 for v2); the shared ones, when configured, must be there too.
 TEST(GrpoVectorsPresenceTest, VectorsExist) {
   for (const testvectors::VectorRoot& root : testvectors::VectorRoots()) {
     EXPECT_GE(testvectors::CaseNamesIn(root.dir / "grpo").size(), 12u)
         << "cases under " << root.dir / "grpo";
+    EXPECT_GE(testvectors::CaseNamesIn(root.dir / "grpo_v2").size(), 19u)
+        << "cases under " << root.dir / "grpo_v2";
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -57,7 +58,7 @@ TEST(GrpoConfigTest, RejectsBadValuesWithClearErrors) {
       {"block_zero", [](GrpoConfig* c) { c->block_size = 0; }, "block_size must be > 0"},
       {"block_negative", [](GrpoConfig* c) { c->block_size = -8; }, "block_size must be > 0"},
       {"time_block_zero", [](GrpoConfig* c) { c->time_block = 0; }, "time_block"},
-      {"eps_low_one", [](GrpoConfig* c) { c->eps_low = 1.0; }, "eps_low must be in [0, 1)"},
+      {"eps_low_above_one", [](GrpoConfig* c) { c->eps_low = 1.01; }, "eps_low must be in [0, 1]"},
       {"eps_low_negative", [](GrpoConfig* c) { c->eps_low = -0.1; }, "eps_low"},
       {"eps_high_negative", [](GrpoConfig* c) { c->eps_high = -0.1; }, "eps_high"},
       {"eps_high_nan", [](GrpoConfig* c) { c->eps_high = NAN; }, "eps_high"},
@@ -79,6 +80,39 @@ TEST(GrpoConfigTest, RejectsBadValuesWithClearErrors) {
          c->token_count_input = true;
        },
        "needs loss_type token_mean"},
+      // Policy-loss variants (v2): bad values and contradictory pairs.
+      {"delta_with_gspo",
+       [](GrpoConfig* c) {
+         c->policy_loss = PolicyLoss::kGspo;
+         c->delta = 2.0;
+       },
+       "delta (the upper ratio clamp) applies to policy_loss ppo_clip only, not gspo"},
+      {"delta_with_cispo",
+       [](GrpoConfig* c) {
+         c->policy_loss = PolicyLoss::kCispo;
+         c->delta = 2.0;
+       },
+       "not cispo"},
+      {"log_ratio_clamp_zero", [](GrpoConfig* c) { c->log_ratio_clamp = 0.0; },
+       "log_ratio_clamp must be finite and > 0"},
+      {"log_ratio_clamp_nan", [](GrpoConfig* c) { c->log_ratio_clamp = NAN; }, "log_ratio_clamp"},
+      {"entropy_coef_inf", [](GrpoConfig* c) { c->entropy_coef = INFINITY; },
+       "entropy_coef must be finite"},
+      {"sapo_tau_pos_zero", [](GrpoConfig* c) { c->sapo_tau_pos = 0; }, "sapo_tau_pos must be"},
+      {"sapo_tau_neg_negative", [](GrpoConfig* c) { c->sapo_tau_neg = -1; },
+       "sapo_tau_neg must be"},
+      {"is_cap_zero", [](GrpoConfig* c) { c->is_cap = 0; }, "is_cap must be finite and > 0"},
+      {"empty_rows_skip_token_mean", [](GrpoConfig* c) { c->empty_rows = EmptyRows::kSkip; },
+       "empty_rows skip applies to loss_type sequence_mean only, not token_mean"},
+      {"row_count_without_skip",
+       [](GrpoConfig* c) {
+         c->loss_type = LossType::kSequenceMean;
+         c->row_count_input = true;
+       },
+       "total_nonempty_rows) needs loss_type sequence_mean with empty_rows skip, not "
+       "sequence_mean with empty_rows count"},
+      {"row_count_token_mean", [](GrpoConfig* c) { c->row_count_input = true; },
+       "not token_mean with empty_rows count"},
   };
   for (const BadConfigCase& tc : cases) {
     GrpoConfig c = Small();
@@ -104,12 +138,47 @@ TEST(GrpoConfigTest, AcceptsEdgeValues) {
   EXPECT_TRUE(ValidateGrpoConfig(c).ok());
   c.block_size = 1 << 20;     // larger than V: one tile
   EXPECT_TRUE(ValidateGrpoConfig(c).ok());
+  c.eps_low = 1.0;            // TRL's upper-only cispo cap: clipped below at 0
+  c.entropy_coef = -0.5;      // an entropy penalty
+  c.log_ratio_clamp = 1e-6;
+  EXPECT_TRUE(ValidateGrpoConfig(c).ok());
+  // Parameters of a term the config leaves out are carried, not refused.
+  GrpoConfig unused = Small();
+  unused.kl_estimator = KlEstimator::kLowVarKl;  // beta 0
+  unused.sapo_tau_pos = 3;                       // not sapo
+  unused.is_mode = IsMode::kMask;                // is_level none
+  unused.is_cap = 5;
+  EXPECT_TRUE(ValidateGrpoConfig(unused).ok());
 }
 
 TEST(GrpoConfigTest, EnumNamesRoundTrip) {
   for (auto m : {TemperatureMode::kPreSoftmax, TemperatureMode::kPostLse}) {
     EXPECT_EQ(*ParseTemperatureMode(TemperatureModeName(m)), m);
   }
+  for (auto v : {PolicyLoss::kPpoClip, PolicyLoss::kGspo, PolicyLoss::kGspoToken,
+                 PolicyLoss::kCispo, PolicyLoss::kSapo}) {
+    EXPECT_EQ(*ParsePolicyLoss(PolicyLossName(v)), v);
+  }
+  EXPECT_EQ(PolicyLossName(PolicyLoss::kGspoToken), "gspo_token");
+  for (auto v : {KlEstimator::kK3, KlEstimator::kK1, KlEstimator::kK2, KlEstimator::kLowVarKl}) {
+    EXPECT_EQ(*ParseKlEstimator(KlEstimatorName(v)), v);
+  }
+  EXPECT_EQ(KlEstimatorName(KlEstimator::kLowVarKl), "low_var_kl");
+  for (auto v : {IsLevel::kNone, IsLevel::kToken, IsLevel::kSequence}) {
+    EXPECT_EQ(*ParseIsLevel(IsLevelName(v)), v);
+  }
+  for (auto v : {IsMode::kTruncate, IsMode::kMask}) EXPECT_EQ(*ParseIsMode(IsModeName(v)), v);
+  for (auto v : {EmptyRows::kCount, EmptyRows::kSkip}) {
+    EXPECT_EQ(*ParseEmptyRows(EmptyRowsName(v)), v);
+  }
+  for (auto v : {AdvantageShape::kSequence, AdvantageShape::kToken}) {
+    EXPECT_EQ(*ParseAdvantageShape(AdvantageShapeName(v)), v);
+  }
+  absl::StatusOr<PolicyLoss> bad = ParsePolicyLoss("ppo");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("unknown policy loss 'ppo' (expected ppo_clip, gspo, gspo_token, cispo, "
+                        "sapo)"));
   for (auto t : {LossType::kTokenMean, LossType::kSequenceMean, LossType::kConstant}) {
     EXPECT_EQ(*ParseLossType(LossTypeName(t)), t);
   }
@@ -134,6 +203,22 @@ TEST(GrpoConfigTest, ParameterNamesFollowTheSpec) {
   EXPECT_THAT(GrpoParameterNames(c, KernelMode::kBwd),
               ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "ref_logp",
                           "total_valid_tokens", "lse", "logp"));
+  // v2 inputs: sampler_logp after ref_logp, the row count after the token
+  // count, and the backward's entropy after lse/logp.
+  c.on_policy = false;
+  c.token_count_input = false;
+  c.is_level = IsLevel::kSequence;
+  c.loss_type = LossType::kSequenceMean;
+  c.empty_rows = EmptyRows::kSkip;
+  c.row_count_input = true;
+  c.entropy_coef = 0.01;
+  EXPECT_THAT(GrpoParameterNames(c, KernelMode::kBwd),
+              ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "old_logp",
+                          "ref_logp", "sampler_logp", "total_nonempty_rows", "lse", "logp",
+                          "entropy"));
+  EXPECT_THAT(GrpoParameterNames(c, KernelMode::kFwdBwd),
+              ElementsAre("logits", "chosen_ids", "completion_mask", "advantages", "old_logp",
+                          "ref_logp", "sampler_logp", "total_nonempty_rows"));
   EXPECT_THAT(GrpoOutputNames(KernelMode::kFwd),
               ElementsAre("loss", "per_token_loss", "logp", "entropy", "lse"));
   EXPECT_THAT(GrpoOutputNames(KernelMode::kBwd), ElementsAre("dlogits"));
@@ -172,6 +257,38 @@ TEST(GrpoConfigTest, FromCaseJsonText) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->loss_type, LossType::kConstant);
   EXPECT_EQ(c->max_len, 16);
+
+  // Every v2 parameter.
+  c = GrpoConfigFromCaseJson(R"({"shape": {"B": 4, "T": 7, "V": 40},
+      "params": {"policy_loss": "gspo_token", "kl_estimator": "low_var_kl", "beta": 0.1,
+                 "log_ratio_clamp": 0.4, "advantage_shape": "token", "entropy_coef": -0.02,
+                 "loss_type": "sequence_mean", "empty_rows": "skip", "total_nonempty_rows": 3,
+                 "sapo_tau_pos": 0.8, "sapo_tau_neg": 1.3, "is_level": "sequence",
+                 "is_mode": "mask", "is_cap": 1.5, "eps_low": 1.0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy_loss, PolicyLoss::kGspoToken);
+  EXPECT_EQ(c->kl_estimator, KlEstimator::kLowVarKl);
+  EXPECT_EQ(c->log_ratio_clamp, 0.4);
+  EXPECT_EQ(c->advantage_shape, AdvantageShape::kToken);
+  EXPECT_EQ(c->entropy_coef, -0.02);
+  EXPECT_EQ(c->empty_rows, EmptyRows::kSkip);
+  EXPECT_TRUE(c->row_count_input);
+  EXPECT_EQ(c->sapo_tau_pos, 0.8);
+  EXPECT_EQ(c->sapo_tau_neg, 1.3);
+  EXPECT_EQ(c->is_level, IsLevel::kSequence);
+  EXPECT_EQ(c->is_mode, IsMode::kMask);
+  EXPECT_EQ(c->is_cap, 1.5);
+  EXPECT_EQ(c->eps_low, 1.0);
+
+  // A preset, then params over it.
+  c = GrpoConfigFromCaseJson(R"({"shape": {"B": 2, "T": 3, "V": 40}, "preset": "tunix-grpo",
+      "params": {"beta": 0.0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->loss_type, LossType::kSequenceMean);
+  EXPECT_EQ(c->empty_rows, EmptyRows::kSkip);
+  EXPECT_EQ(c->kl_estimator, KlEstimator::kK1);
+  EXPECT_EQ(c->log_ratio_clamp, 20.0);
+  EXPECT_EQ(c->beta, 0.0);
 }
 
 TEST(GrpoConfigTest, FromCaseJsonErrors) {
@@ -193,6 +310,16 @@ TEST(GrpoConfigTest, FromCaseJsonErrors) {
       {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"temperature": "hot"}})",
        "params.temperature must be a number"},
       {R"({"shape": {"B": 2, "T": 3, "V": 4},)", "case.json:1:"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"policy_loss": "ppo"}})",
+       "params.policy_loss: unknown policy loss 'ppo'"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"is_level": 1}})",
+       "params.is_level must be a string"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"entropy_coef": "high"}})",
+       "params.entropy_coef must be a number"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "params": {"policy_loss": "sapo", "delta": 2}})",
+       "applies to policy_loss ppo_clip only, not sapo"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "preset": "trl"})", "unknown preset 'trl'"},
+      {R"({"shape": {"B": 2, "T": 3, "V": 4}, "preset": 3})", "preset must be a string"},
   };
   for (const Bad& tc : cases) {
     absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(tc.json);
@@ -205,12 +332,13 @@ TEST(GrpoConfigTest, FromCaseJsonErrors) {
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("/nonexistent/case_dir/case.json"));
 }
 
-// Every test-vector case of grpo/ and grpo_fused/ (own, and shared when
-// configured) reads into a valid config whose shape matches its inputs.
+// Every test-vector case of grpo/, grpo_fused/ and their v2 folders (own, and
+// shared when configured) reads into a valid config whose shape and optional
+// inputs match the case's inputs.
 TEST(GrpoConfigTest, ReadsEveryTestVectorCase) {
   int n = 0;
-  for (const char* folder : {"grpo", "grpo_fused"}) {
-    const bool fused = std::string(folder) == "grpo_fused";
+  for (const char* folder : {"grpo", "grpo_fused", "grpo_v2", "grpo_fused_v2"}) {
+    const bool fused = absl::StartsWith(folder, "grpo_fused");
     for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
       SCOPED_TRACE(vc.label);
       absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
@@ -235,75 +363,45 @@ TEST(GrpoConfigTest, ReadsEveryTestVectorCase) {
       EXPECT_EQ(!inputs.contains("old_logp"), c->on_policy);
       EXPECT_EQ(inputs.contains("ref_logp"), c->beta != 0);
       EXPECT_EQ(inputs.contains("total_valid_tokens"), c->token_count_input);
+      EXPECT_EQ(inputs.contains("total_nonempty_rows"), c->row_count_input);
+      EXPECT_EQ(inputs.contains("sampler_logp"), c->is_level != IsLevel::kNone);
+      EXPECT_EQ(inputs["advantages"]["shape"].size(),
+                c->advantage_shape == AdvantageShape::kToken ? 2u : 1u);
+      // The module's parameters are exactly the case's inputs.
+      std::vector<std::string> names = GrpoParameterNames(*c, KernelMode::kFwd);
+      if (fused) {
+        names.erase(names.begin());
+        names.insert(names.begin(), {"hidden", "lm_head"});
+      }
+      std::vector<std::string> given;
+      for (const auto& [name, spec] : inputs.items()) given.push_back(name);
+      std::sort(names.begin(), names.end());
+      std::sort(given.begin(), given.end());
+      EXPECT_EQ(names, given);
       ++n;
     }
   }
-  EXPECT_GE(n, 15);
+  EXPECT_GE(n, 15 + 19 + 3);
 }
 
-// The v2 cases (GRPO_SPEC.md "Policy-loss variants"): GrpoConfig does not hold
-// those options yet, so each case either reads (every v2 key at its default:
-// the v1 loss) or is refused as Unimplemented naming a v2 parameter.
-TEST(GrpoConfigTest, V2CasesReadOrAreRefusedByName) {
-  const std::vector<std::string> v2_keys = {
-      "policy_loss", "kl_estimator",    "log_ratio_clamp", "advantage_shape",
-      "entropy_coef", "empty_rows",     "sapo_tau_pos",    "sapo_tau_neg",
-      "is_level",     "is_mode",        "is_cap",          "total_nonempty_rows"};
-  int read = 0, refused = 0;
-  for (const char* folder : {"grpo_v2", "grpo_fused_v2"}) {
-    for (const testvectors::VectorCase& vc : testvectors::VectorCases(folder)) {
-      absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(vc.dir.string());
-      if (c.ok()) {
-        ++read;
-        continue;
-      }
-      ++refused;
-      EXPECT_EQ(c.status().code(), absl::StatusCode::kUnimplemented) << vc.label << c.status();
-      const std::string msg(c.status().message());
-      EXPECT_TRUE(std::any_of(v2_keys.begin(), v2_keys.end(), [&](const std::string& k) {
-        return msg.find("params." + k + "=") != std::string::npos;
-      })) << vc.label << ": " << msg;
-    }
-  }
-  EXPECT_GE(read, 1);      // ppo_clip_explicit_defaults
-  EXPECT_GE(refused, 20);
-}
-
-TEST(GrpoConfigTest, V2ParametersAtDefaultsReadOthersAreNamed) {
-  const std::string shape = R"("shape": {"B": 2, "T": 3, "V": 4}, )";
+// v2 parameters given at their defaults read as the v1 loss.
+TEST(GrpoConfigTest, V2ParametersAtDefaultsAreTheV1Loss) {
   absl::StatusOr<GrpoConfig> c = GrpoConfigFromCaseJson(
-      "{" + shape +
-      R"("params": {"policy_loss": "ppo_clip", "kl_estimator": "k3", "log_ratio_clamp": null,
+      R"({"shape": {"B": 2, "T": 3, "V": 4},
+          "params": {"policy_loss": "ppo_clip", "kl_estimator": "k3", "log_ratio_clamp": null,
           "advantage_shape": "sequence", "entropy_coef": 0, "empty_rows": "count",
           "sapo_tau_pos": 1.0, "sapo_tau_neg": 1.05, "is_level": "none", "is_mode": "truncate",
           "is_cap": 2.0, "beta": 0.1}})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->beta, 0.1);
-  struct Bad {
-    std::string params;
-    absl::StatusCode code;
-    std::string message;
-  };
-  for (const Bad& b : std::vector<Bad>{
-           {R"("policy_loss": "gspo")", absl::StatusCode::kUnimplemented,
-            "params.policy_loss=\"gspo\": a policy-loss variant"},
-           {R"("is_cap": 3)", absl::StatusCode::kUnimplemented, "params.is_cap=3"},
-           {R"("log_ratio_clamp": 0.2)", absl::StatusCode::kUnimplemented,
-            "params.log_ratio_clamp=0.2"},
-           {R"("total_nonempty_rows": 4.0)", absl::StatusCode::kUnimplemented,
-            "params.total_nonempty_rows=4.0"},
-           {R"("policy_loss": "ppo")", absl::StatusCode::kInvalidArgument,
-            "unknown value 'ppo' (expected ppo_clip|gspo|gspo_token|cispo|sapo)"},
-           {R"("entropy_coef": "high")", absl::StatusCode::kInvalidArgument,
-            "params.entropy_coef must be a finite number"},
-           {R"("is_level": 1)", absl::StatusCode::kInvalidArgument,
-            "params.is_level must be a string"}}) {
-    absl::StatusOr<GrpoConfig> r =
-        GrpoConfigFromCaseJson("{" + shape + R"("params": {)" + b.params + "}}");
-    ASSERT_FALSE(r.ok()) << b.params;
-    EXPECT_EQ(r.status().code(), b.code) << b.params << ": " << r.status();
-    EXPECT_THAT(std::string(r.status().message()), HasSubstr(b.message)) << b.params;
-  }
+  GrpoConfig v1;
+  v1.batch = 2;
+  v1.seq = 3;
+  v1.vocab = 4;
+  v1.beta = 0.1;
+  EXPECT_EQ(GrpoParameterNames(*c, KernelMode::kBwd), GrpoParameterNames(v1, KernelMode::kBwd));
+  EXPECT_EQ(c->policy_loss, PolicyLoss::kPpoClip);
+  EXPECT_FALSE(c->log_ratio_clamp.has_value());
+  EXPECT_EQ(c->is_level, IsLevel::kNone);
 }
 
 TEST(BuildKernelTest, EntropyKernelsHaveOnlyForward) {

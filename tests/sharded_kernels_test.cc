@@ -124,7 +124,7 @@ class ShardedVectorsTest : public ::testing::TestWithParam<VectorCase> {
     ASSERT_TRUE(fwd.ok()) << label << ": " << fwd.status();
     ASSERT_EQ(fwd->size(), 5u);
     ExpectOutputs(*fwd, label + " fwd");
-    Outputs saved = {{"lse", fwd->at("lse")}, {"logp", fwd->at("logp")}};
+    Outputs saved = {{"lse", fwd->at("lse")}, {"logp", fwd->at("logp")}, {"entropy", fwd->at("entropy")}};
     auto bwd = RunSharded({kind, KernelMode::kBwd, config}, sharding, dir_, saved);
     ASSERT_TRUE(bwd.ok()) << label << ": " << bwd.status();
     ASSERT_EQ(bwd->size(), 1u);
@@ -207,6 +207,12 @@ TEST_P(ShardedVectorsTest, EntropySharded) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, ShardedVectorsTest,
                          ::testing::ValuesIn(testvectors::VectorCases("grpo")),
+                         testvectors::CaseTestName);
+// The policy-loss variants (GRPO_SPEC.md v2): batch sharding counts the
+// non-empty rows (empty_rows skip) over the whole batch, vocab sharding
+// merges the entropy domain's statistics too.
+INSTANTIATE_TEST_SUITE_P(V2Cases, ShardedVectorsTest,
+                         ::testing::ValuesIn(testvectors::VectorCases("grpo_v2")),
                          testvectors::CaseTestName);
 
 TEST(ShardedKernelsTest, CasesArePresent) {

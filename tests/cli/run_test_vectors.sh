@@ -1,9 +1,13 @@
 #!/bin/bash
 # End to end through the CLI: every GRPO test vector of a vector folder
-# (default tests/testdata/grpo; ctest also runs ../shared/testdata/grpo when it
-# exists; inputs written by numpy) is run with `tpuoff run --kernel=... --inputs=`
-# for the reference and the tiled kernel, and every output .npy is checked
-# against expected_<name>.npy with the case's tolerance.
+# (default tests/testdata/grpo; ctest also runs grpo_v2, grpo_fused,
+# grpo_fused_v2 and the ../shared/testdata folders when they exist; inputs
+# written by numpy) is run with `tpuoff run --kernel=... --inputs=` — the
+# case's params (v1, v2, "preset") as kernel flags — for the reference and the
+# tiled kernel, unsharded and sharded (tiled over the vocab on 4 devices, the
+# reference over the batch), or for cases with a hidden size H the fused
+# LM-head kernel (unsharded, vocab over 3, batch), and every output .npy is
+# checked against expected_<name>.npy with the case's tolerance.
 #   run_test_vectors.sh TPUOFF SRC [CASES_DIR]
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
@@ -13,26 +17,43 @@ if ! ls "$CASES"/*/case.json >/dev/null 2>&1; then
   finish
 fi
 
-# case.json -> kernel flags (one per line).
+# case.json -> kernel flags (one per line), then one line "KERNELS ..." with
+# the kernel/sharding runs of the case (kernel[:shard:mesh]).
 case_flags() {
   python3 - "$1/case.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-p, s = c['params'], c['shape']
+p, s = c.get('params', {}), c['shape']
 f = ['--mode=fwd_bwd', '--batch=%d' % s['B'], '--seq=%d' % s['T'],
      '--vocab=%d' % s['V'], '--logits-dtype=' + c['logits_dtype'],
      '--block-size=%d' % (16 if s['V'] <= 300 else 1024)]
-names = {'eps_low': 'eps-low', 'eps_high': 'eps-high', 'temperature': 'temperature',
-         'temp_mode': 'temperature-mode', 'beta': 'beta', 'delta': 'delta',
-         'loss_type': 'loss-type', 'max_len': 'max-len'}
+if 'preset' in c:
+    f.append('--preset=' + c['preset'])
 for k, v in p.items():
+    if v is None:
+        continue  # an unset optional (delta, log_ratio_clamp, ...)
     if k == 'total_valid_tokens':
         f.append('--token-count-input')
+    elif k == 'total_nonempty_rows':
+        f.append('--row-count-input')
     else:
-        f.append('--%s=%s' % (names[k], v))
+        name = {'temp_mode': 'temperature-mode'}.get(k, k.replace('_', '-'))
+        f.append('--%s=%s' % (name, v))
 if c['on_policy']:
     f.append('--on-policy')
+b = s['B']
+batch_mesh = next((n for n in (4, 3, 2) if b % n == 0), 1)
+if 'H' in s:
+    f += ['--hidden=%d' % s['H'], '--token-chunk=7']
+    runs = ['grpo_fused_linear', 'grpo_fused_linear:vocab:3']
+else:
+    runs = ['grpo_reference', 'grpo_tiled', 'grpo_tiled:vocab:4']
+    if batch_mesh > 1:
+        runs.append('grpo_reference:batch:%d' % batch_mesh)
+if 'H' in s and batch_mesh > 1:
+    runs.append('grpo_fused_linear:batch:%d' % batch_mesh)
 print('\n'.join(f))
+print('KERNELS ' + ' '.join(runs))
 PY
 }
 
@@ -69,14 +90,20 @@ PY
 
 for dir in "$CASES"/*/; do
   n=$(basename "$dir")
-  mapfile -t flags < <(case_flags "$dir")
-  for kernel in grpo_reference grpo_tiled; do
-    out="$WORK/$n-$kernel"
-    run_cmd 0 "$n/$kernel" -- run --kernel=$kernel "${flags[@]}" --inputs="$dir" --outputs="$out" || continue
+  mapfile -t lines < <(case_flags "$dir")
+  flags=("${lines[@]:0:${#lines[@]}-1}")
+  read -r -a runs <<<"${lines[-1]#KERNELS }"
+  for run in "${runs[@]}"; do
+    IFS=: read -r kernel shard mesh <<<"$run"
+    extra=()
+    [[ -n $shard ]] && extra=(--shard="$shard" --mesh="$mesh")
+    out="$WORK/$n-${run//:/-}"
+    run_cmd 0 "$n/$run" -- run --kernel=$kernel "${flags[@]}" "${extra[@]}" --inputs="$dir" \
+      --outputs="$out" || continue
     if msg=$(compare_outputs "$dir" "$out"); then
-      pass "$n/$kernel"
+      pass "$n/$run"
     else
-      fail "$n/$kernel: $msg (flags: ${flags[*]})"
+      fail "$n/$run: $msg (flags: ${flags[*]} ${extra[*]})"
     fi
   done
 done

@@ -137,7 +137,7 @@ int CompareMain(const std::vector<std::string>& args) {
   if (!flags.WasSet("shard")) {
     return ReportUsageError(kCmd, "--shard=batch or --shard=vocab is required");
   }
-  if (absl::Status s = CheckKernelFlagUsage(flags, f.kernel); !s.ok()) {
+  if (absl::Status s = CheckKernelFlagUsage(flags, &f.kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel); !s.ok()) {

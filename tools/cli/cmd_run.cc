@@ -140,7 +140,7 @@ int RunMain(const std::vector<std::string>& args) {
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, f.kernel); !s.ok()) {
+  if (absl::Status s = CheckKernelFlagUsage(flags, &f.kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel); !s.ok()) {

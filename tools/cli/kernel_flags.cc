@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/ir/status_macros.h"
+#include "kernels/grpo_presets.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -16,7 +17,10 @@ const std::vector<std::string>& DependentFlags() {
       "logits-dtype", "eps-low",        "eps-high",    "temperature",
       "temperature-mode", "beta",       "delta",       "loss-type",
       "max-len",     "token-count-input", "on-policy", "block-size",
-      "hidden",      "token-chunk"};
+      "hidden",      "token-chunk",     "policy-loss", "kl-estimator",
+      "log-ratio-clamp", "advantage-shape", "entropy-coef", "empty-rows",
+      "sapo-tau-pos", "sapo-tau-neg",   "is-level",    "is-mode",
+      "is-cap",      "row-count-input", "preset"};
   return *names;
 }
 
@@ -28,7 +32,8 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
                  "entropy_tiled", "grpo_fused_linear"},
                 "generate this kernel instead of reading MODULE_FILE");
   flags.AddEnum("mode", &out->mode, {"fwd", "bwd", "fwd_bwd"},
-                "kernel: forward, backward (takes lse/logp) or value-and-grad");
+                "kernel: forward, backward (takes lse/logp, and entropy with --entropy-coef) or "
+                "value-and-grad");
   flags.AddInt64("batch", &out->batch, "kernel: batch size B");
   flags.AddInt64("seq", &out->seq, "kernel: sequence length T");
   flags.AddInt64("vocab", &out->vocab, "kernel: vocabulary size V");
@@ -41,7 +46,8 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
   flags.AddEnum("temperature-mode", &out->temperature_mode,
                 {"pre_softmax", "post_lse"},
                 "kernel: softmax(z/tau) or (z_y - lse(z))/tau");
-  flags.AddDouble("beta", &out->beta, "kernel: k3 KL weight (0 = no ref_logp)");
+  flags.AddDouble("beta", &out->beta,
+                  "kernel: KL weight, estimator --kl-estimator (0 = no ref_logp)");
   flags.AddOptionalDouble("delta", &out->delta,
                           "kernel: upper clamp on the ratio");
   flags.AddEnum("loss-type", &out->loss_type,
@@ -55,14 +61,84 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
                 "kernel: no old_logp parameter (ratio = 1)");
   flags.AddInt64("block-size", &out->block_size,
                  "kernel: vocab tile width of tiled kernels");
+  std::vector<std::string> presets = {"none"};
+  for (const std::string& name : kernels::GrpoPresetNames()) presets.push_back(name);
+  flags.AddEnum("preset", &out->preset, presets,
+                "kernel: a trainer's loss options (README 'Loss presets'); the other flags "
+                "override it");
+  flags.AddEnum("policy-loss", &out->policy_loss,
+                {"ppo_clip", "gspo", "gspo_token", "cispo", "sapo"},
+                "kernel: the surrogate (GRPO_SPEC v2)");
+  flags.AddEnum("kl-estimator", &out->kl_estimator, {"k3", "k1", "k2", "low_var_kl"},
+                "kernel: KL estimator of the beta term");
+  flags.AddOptionalDouble("log-ratio-clamp", &out->log_ratio_clamp,
+                          "kernel: clamp logp - old_logp to [-c, c] before exp");
+  flags.AddEnum("advantage-shape", &out->advantage_shape, {"sequence", "token"},
+                "kernel: advantages [B] or [B,T]");
+  flags.AddDouble("entropy-coef", &out->entropy_coef,
+                  "kernel: entropy bonus kappa (per_token_loss -= kappa*entropy, with gradient)");
+  flags.AddEnum("empty-rows", &out->empty_rows, {"count", "skip"},
+                "kernel: sequence_mean divides by B (count) or the non-empty rows (skip)");
+  flags.AddDouble("sapo-tau-pos", &out->sapo_tau_pos, "kernel: SAPO temperature for A > 0");
+  flags.AddDouble("sapo-tau-neg", &out->sapo_tau_neg, "kernel: SAPO temperature for A <= 0");
+  flags.AddEnum("is-level", &out->is_level, {"none", "token", "sequence"},
+                "kernel: rollout importance-sampling correction (input sampler_logp)");
+  flags.AddEnum("is-mode", &out->is_mode, {"truncate", "mask"},
+                "kernel: IS weights above --is-cap are capped or zeroed");
+  flags.AddDouble("is-cap", &out->is_cap, "kernel: IS weight cap C (> 0)");
+  flags.AddBool("row-count-input", &out->row_count_input,
+                "kernel: take total_nonempty_rows as a parameter (sequence_mean, "
+                "empty-rows=skip)");
   flags.AddInt64("hidden", &out->hidden,
                  "grpo_fused_linear: hidden size H of hidden [B,T,H] and lm_head [H,V]");
   flags.AddOptionalInt64("token-chunk", &out->token_chunk,
                          "grpo_fused_linear: tokens per matmul tile (none = B*T)");
 }
 
-absl::Status CheckKernelFlagUsage(const FlagSet& flags,
-                                  const KernelFlags& v) {
+namespace {
+
+// The preset's values for every loss option the command line left unset.
+absl::Status ResolvePreset(const FlagSet& flags, KernelFlags* f) {
+  f->preset_resolved = true;
+  if (f->preset == "none") return absl::OkStatus();
+  kernels::GrpoConfig c;
+  RETURN_IF_ERROR(kernels::ApplyGrpoPreset(f->preset, &c));
+  auto unset = [&](const char* name) { return !flags.WasSet(name); };
+  // Options that only go with the preset's own aggregation / surrogate.
+  const bool own_aggregation = unset("loss-type");
+  const bool own_delta =
+      unset("policy-loss") || f->policy_loss == kernels::PolicyLossName(c.policy_loss) ||
+      f->policy_loss == "ppo_clip";
+  if (unset("policy-loss")) f->policy_loss = std::string(kernels::PolicyLossName(c.policy_loss));
+  if (unset("eps-low")) f->eps_low = c.eps_low;
+  if (unset("eps-high")) f->eps_high = c.eps_high;
+  if (unset("delta") && own_delta) f->delta = c.delta;
+  if (unset("log-ratio-clamp")) f->log_ratio_clamp = c.log_ratio_clamp;
+  if (unset("beta")) f->beta = c.beta;
+  if (unset("kl-estimator")) f->kl_estimator = std::string(kernels::KlEstimatorName(c.kl_estimator));
+  if (unset("entropy-coef")) f->entropy_coef = c.entropy_coef;
+  if (unset("temperature-mode")) {
+    f->temperature_mode = std::string(kernels::TemperatureModeName(c.temperature_mode));
+  }
+  if (own_aggregation) {
+    f->loss_type = std::string(kernels::LossTypeName(c.loss_type));
+    if (unset("max-len")) f->max_len = c.max_len;
+    if (unset("token-count-input")) f->token_count_input = c.token_count_input;
+    if (unset("empty-rows")) f->empty_rows = std::string(kernels::EmptyRowsName(c.empty_rows));
+    if (unset("row-count-input")) f->row_count_input = c.row_count_input;
+  }
+  if (unset("sapo-tau-pos")) f->sapo_tau_pos = c.sapo_tau_pos;
+  if (unset("sapo-tau-neg")) f->sapo_tau_neg = c.sapo_tau_neg;
+  if (unset("is-mode")) f->is_mode = std::string(kernels::IsModeName(c.is_mode));
+  if (unset("is-cap")) f->is_cap = c.is_cap;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckKernelFlagUsage(const FlagSet& flags, KernelFlags* values) {
+  RETURN_IF_ERROR(ResolvePreset(flags, values));
+  const KernelFlags& v = *values;
   if (!flags.WasSet("kernel")) {
     for (const std::string& name : DependentFlags()) {
       if (flags.WasSet(name)) {
@@ -112,6 +188,10 @@ absl::Status CheckKernelFlagUsage(const FlagSet& flags,
 }
 
 absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
+  if (f.preset != "none" && !f.preset_resolved) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--preset=", f.preset, " was not resolved (CheckKernelFlagUsage applies it)"));
+  }
   kernels::KernelSpec spec;
   ASSIGN_OR_RETURN(spec.kind, kernels::ParseKernelKind(f.kernel));
   ASSIGN_OR_RETURN(spec.mode, kernels::ParseKernelMode(f.mode));
@@ -137,6 +217,18 @@ absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
   c.token_count_input = f.token_count_input;
   c.on_policy = f.on_policy;
   c.block_size = f.block_size;
+  ASSIGN_OR_RETURN(c.policy_loss, kernels::ParsePolicyLoss(f.policy_loss));
+  ASSIGN_OR_RETURN(c.kl_estimator, kernels::ParseKlEstimator(f.kl_estimator));
+  c.log_ratio_clamp = f.log_ratio_clamp;
+  ASSIGN_OR_RETURN(c.advantage_shape, kernels::ParseAdvantageShape(f.advantage_shape));
+  c.entropy_coef = f.entropy_coef;
+  ASSIGN_OR_RETURN(c.empty_rows, kernels::ParseEmptyRows(f.empty_rows));
+  c.sapo_tau_pos = f.sapo_tau_pos;
+  c.sapo_tau_neg = f.sapo_tau_neg;
+  ASSIGN_OR_RETURN(c.is_level, kernels::ParseIsLevel(f.is_level));
+  ASSIGN_OR_RETURN(c.is_mode, kernels::ParseIsMode(f.is_mode));
+  c.is_cap = f.is_cap;
+  c.row_count_input = f.row_count_input;
   if (spec.kind == kernels::KernelKind::kGrpoFusedLinear) {
     c.hidden = f.hidden;
     c.token_chunk = f.token_chunk;

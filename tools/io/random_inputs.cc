@@ -164,6 +164,7 @@ void FillNormal(Literal& lit, uint64_t stream, double stddev) {
 struct RowStats {
   std::vector<double> lse;
   std::vector<double> logp;
+  std::vector<double> entropy;  // of softmax(z/τ), both temperature modes
 };
 
 // Row r of a [rows, v] float literal as f32.
@@ -184,13 +185,16 @@ void LoadRow(const Literal& logits, int64_t r, int64_t v, float* x) {
 }
 
 RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
-                         const RandomInputOptions& o) {
+                         const RandomInputOptions& o, bool with_entropy) {
   const int64_t v = logits.shape().dimensions().back();
   const int64_t rows = logits.num_elements() / std::max<int64_t>(v, 1);
   const float scale = static_cast<float>(o.post_lse ? 1.0 : 1.0 / o.temperature);
   RowStats s;
   s.lse.resize(rows);
   s.logp.resize(rows);
+  s.entropy.resize(rows);
+  // The entropy's domain z/τ differs from the lse's (z) in post_lse mode.
+  const double entropy_rescale = o.post_lse ? 1.0 / o.temperature : 1.0;
 #pragma omp parallel if (rows > 1)
   {
     std::vector<float> x(v), e(v);
@@ -215,6 +219,18 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
       double sum = 0;
       for (double p : part) sum += p;
       s.lse[r] = mx + std::log(sum);
+      if (with_entropy) {
+        // H = lse(u) − Σ softmax(u)·u with u = x·entropy_rescale, centred.
+        double mu = -INFINITY, se = 0, sue = 0;
+        for (int64_t k = 0; k < v; ++k) mu = std::max(mu, x[k] * entropy_rescale);
+        for (int64_t k = 0; k < v; ++k) {
+          const double d = x[k] * entropy_rescale - mu;
+          const double ek = std::exp(d);
+          se += ek;
+          sue += ek * d;
+        }
+        s.entropy[r] = std::log(se) - sue / se;
+      }
       const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
       s.logp[r] = x[y] - s.lse[r];
       if (o.post_lse) s.logp[r] /= o.temperature;
@@ -224,8 +240,9 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
 }
 
 bool IsDerived(const std::string& name) {
-  return name == "old_logp" || name == "ref_logp" || name == "lse" ||
-         name == "logp" || name == "total_valid_tokens";
+  return name == "old_logp" || name == "ref_logp" || name == "sampler_logp" ||
+         name == "lse" || name == "logp" || name == "entropy" ||
+         name == "total_valid_tokens" || name == "total_nonempty_rows";
 }
 
 }  // namespace
@@ -296,6 +313,23 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
           count = std::max(count, 1.0);
         }
         for (int64_t j = 0; j < lit.num_elements(); ++j) lit.SetFromDouble(j, count);
+      } else if (name == "total_nonempty_rows" && is_float) {
+        // Rows [B, ...] of the mask with at least one token.
+        double rows = 1;
+        if (const Literal* mask = find("completion_mask"); mask && mask->shape().rank() >= 1) {
+          const int64_t b = mask->shape().dimensions(0);
+          const int64_t per_row = mask->num_elements() / std::max<int64_t>(b, 1);
+          rows = 0;
+          for (int64_t r = 0; r < b; ++r) {
+            bool any = false;
+            for (int64_t j = 0; j < per_row && !any; ++j) {
+              any = mask->GetAsDouble(r * per_row + j) != 0;
+            }
+            rows += any ? 1 : 0;
+          }
+          rows = std::max(rows, 1.0);
+        }
+        for (int64_t j = 0; j < lit.num_elements(); ++j) lit.SetFromDouble(j, rows);
       } else if (is_float && IsDerived(name)) {
         const Literal* logits = find("logits");
         const Literal* ids = find("chosen_ids");
@@ -305,15 +339,20 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
                 logits->num_elements() &&
             lit.num_elements() == ids->num_elements();
         if (consistent) {
-          if (!row_stats.has_value()) row_stats = ComputeRowStats(*logits, *ids, o);
+          if (!row_stats.has_value()) {
+            row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0);
+          }
           const RowStats& stats = *row_stats;
-          const bool noisy = name == "old_logp" || name == "ref_logp";
+          const bool noisy =
+              name == "old_logp" || name == "ref_logp" || name == "sampler_logp";
           FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
-            double v = name == "lse" ? stats.lse[j] : stats.logp[j];
+            double v = name == "lse"       ? stats.lse[j]
+                       : name == "entropy" ? stats.entropy[j]
+                                           : stats.logp[j];
             if (noisy) v += 0.1 * rng.Normal();
             lit.SetFromDouble(j, v);
           });
-        } else if (name == "lse") {
+        } else if (name == "lse" || name == "entropy") {
           FillChunked(lit.num_elements(), stream, [&](int64_t j, Rng& rng) {
             lit.SetFromDouble(j, std::log(static_cast<double>(vocab)) + rng.Uniform());
           });

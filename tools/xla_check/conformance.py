@@ -16,21 +16,22 @@ PART
       (jax.value_and_grad of jax_grpo.py's loss; for the fused kernel, of the unfused
       matmul + loss).  Memory: XLA's compiled memory stats beside tpuoff's
       simulated peak for every module.
-  testdata
-      every test-vector case of --testdata (default tests/testdata: grpo/, grpo_fused/)
-      through tpuoff's kernels (reference, tiled, batch- and vocab-sharded, entropy,
-      fused) on XLA and tpuoff, both against expected_*.npy.
+  testdata | testdata-v2
+      every test-vector case of --testdata (default tests/testdata: grpo/, grpo_fused/;
+      testdata-v2: the policy-loss variants of grpo_v2/, grpo_fused_v2/) through tpuoff's
+      kernels (reference, tiled, batch- and vocab-sharded, entropy, fused) on XLA and
+      tpuoff, both against expected_*.npy.
   reverse
       the GRPO math in JAX (jax_grpo.py, one-hot and gather forms) on every --testdata
       grpo/ case: HLO before and after XLA's optimisations (also with XLA:CPU's default
       YNNPACK fusions) runs on tpuoff and matches JAX and the expected values; and every
       tests/corpus module XLA compiles runs on XLA and tpuoff with equal results.
-  testdata-shared | reverse-shared
-      the same two on another vector set (ctest: ../shared/testdata when it exists), the
+  testdata-shared | testdata-v2-shared | reverse-shared
+      the same on another vector set (ctest: ../shared/testdata when it exists), the
       corpus left out.
   report
       merges the parts' JSON into DIR/../xla_conformance.{md,json}; fails when a part
-      (the five above, and those named by --expect) is missing or failed.
+      (the six above, and those named by --expect) is missing or failed.
 Each part writes DIR/<part>.json and refreshes the report; exit 1 on any failure.
 """
 from __future__ import annotations
@@ -248,6 +249,32 @@ MATH_VARIANTS = [
     ("constant", {"loss_type": "constant", "max_len": 11, "eps_high": 0.35},
      ["--loss-type=constant", "--max-len=11", "--eps-high=0.35"]),
     ("token_count_input", {"total_valid_tokens": 1.0, "beta": 0.1}, ["--token-count-input", "--beta=0.1"]),
+    # Policy-loss variants (GRPO_SPEC.md v2); the inputs have an all-masked row and, where
+    # named, [B,T] advantages.
+    # (token-level IS weights make gspo's row-coupled gradient differ from gspo_token's)
+    ("v2_gspo_is_token_skip", {"policy_loss": "gspo", "loss_type": "sequence_mean", "empty_rows": "skip",
+                               "is_level": "token", "is_cap": 1.5, "log_ratio_clamp": 0.3},
+     ["--policy-loss=gspo", "--loss-type=sequence_mean", "--empty-rows=skip", "--is-level=token",
+      "--is-cap=1.5", "--log-ratio-clamp=0.3"]),
+    ("v2_gspo_token_k2_entropy_tokenadv", {"policy_loss": "gspo_token", "beta": 0.05, "kl_estimator": "k2",
+                                           "entropy_coef": 0.02, "advantage_shape": "token"},
+     ["--policy-loss=gspo_token", "--beta=0.05", "--kl-estimator=k2", "--entropy-coef=0.02",
+      "--advantage-shape=token"]),
+    ("v2_cispo_is_mask_lowvar", {"policy_loss": "cispo", "eps_low": 1.0, "eps_high": 0.28, "is_level": "token",
+                                 "is_mode": "mask", "is_cap": 1.2, "beta": 0.1, "kl_estimator": "low_var_kl"},
+     ["--policy-loss=cispo", "--eps-low=1.0", "--eps-high=0.28", "--is-level=token", "--is-mode=mask",
+      "--is-cap=1.2", "--beta=0.1", "--kl-estimator=low_var_kl"]),
+    ("v2_sapo_post_lse_entropy_onpolicy_is", {"policy_loss": "sapo", "sapo_tau_pos": 0.8, "sapo_tau_neg": 1.3,
+                                              "temperature": 0.8, "temp_mode": "post_lse", "entropy_coef": 0.03,
+                                              "on_policy": True, "is_level": "sequence", "is_mode": "mask"},
+     ["--policy-loss=sapo", "--sapo-tau-pos=0.8", "--sapo-tau-neg=1.3", "--temperature=0.8",
+      "--temperature-mode=post_lse", "--entropy-coef=0.03", "--on-policy", "--is-level=sequence",
+      "--is-mode=mask"]),
+    ("v2_ppo_k1_clamp_rows", {"beta": 0.04, "kl_estimator": "k1", "log_ratio_clamp": 0.2, "delta": 1.3,
+                              "loss_type": "sequence_mean", "empty_rows": "skip", "total_nonempty_rows": 1.0,
+                              "entropy_coef": -0.01, "temperature": 0.9},
+     ["--beta=0.04", "--kl-estimator=k1", "--log-ratio-clamp=0.2", "--delta=1.3", "--loss-type=sequence_mean",
+      "--empty-rows=skip", "--row-count-input", "--entropy-coef=-0.01", "--temperature=0.9"]),
 ]
 MATH_KERNELS = ("grpo_reference", "grpo_tiled", "grpo_fused_linear")
 
@@ -273,12 +300,16 @@ def math_case(tp: Tpuoff, work: Path, kernel: str, dtype: str, variant: tuple) -
         if fused:
             flags += [f"--hidden={HIDDEN}", f"--token-chunk={TOKEN_CHUNK}"]
         tp(["dump"] + flags + [f"--out={d / 'module.hlo'}"], f"{cid}: dump")
+        v2 = label.startswith("v2_")
         arrays = grpo_inputs.make_inputs(kernel, "fwd_bwd", B, T, V, dtype, seed=zlib.crc32(cid.encode()),
-                                         H=HIDDEN)
+                                         H=HIDDEN, token_advantages=fields.get("advantage_shape") == "token",
+                                         empty_row=v2)
         gp = jax_grpo.GrpoParams(**fields)
         gp.logits_dtype = dtype
         if gp.total_valid_tokens is not None:
             gp.total_valid_tokens = float(arrays["total_valid_tokens"])
+        if gp.total_nonempty_rows is not None:
+            gp.total_nonempty_rows = float(arrays["total_nonempty_rows"])
         names = jax_grpo.fused_input_names(gp) if fused else gp.input_names()
         if sorted(names) != sorted(param_names(d / "module.hlo")):
             raise CaseError(f"{cid}: module parameters {param_names(d / 'module.hlo')} vs JAX inputs {names}")
@@ -351,15 +382,17 @@ def testdata_variants(case: dict, fused: bool) -> list:
     return v
 
 
-def testdata_part(tp: Tpuoff, work: Path, testdata: Path, only: str) -> list:
+def testdata_part(tp: Tpuoff, work: Path, testdata: Path, only: str, v2: bool = False) -> list:
     cases = []
-    dirs = sorted(p.parent for p in (testdata / "grpo").glob("*/case.json"))
-    dirs += sorted(p.parent for p in (testdata / "grpo_fused").glob("*/case.json"))
+    folders = ("grpo_v2", "grpo_fused_v2") if v2 else ("grpo", "grpo_fused")
+    dirs = []
+    for folder in folders:
+        dirs += sorted(p.parent for p in (testdata / folder).glob("*/case.json"))
     if not dirs:
-        raise SystemExit(f"conformance: no testdata cases under {testdata} (grpo/, grpo_fused/)")
+        raise SystemExit(f"conformance: no testdata cases under {testdata} ({', '.join(folders)})")
     for cd in dirs:
         spec = json.loads((cd / "case.json").read_text())
-        fused = cd.parent.name == "grpo_fused"
+        fused = cd.parent.name.startswith("grpo_fused")
         atol, rtol = spec["tolerance"]["atol"], spec["tolerance"]["rtol"]
         for label, kflags, outputs, n in testdata_variants(spec, fused):
             cid = f"{cd.parent.name}/{cd.name}.{label}"
@@ -531,7 +564,7 @@ def main(argv=None) -> int:
     if a.part.startswith("forward-"):
         cases = forward_part(tp, work, a.part.split("-", 1)[1], a.only)
     elif a.part.startswith("testdata"):
-        cases = testdata_part(tp, work, testdata, a.only)
+        cases = testdata_part(tp, work, testdata, a.only, v2=a.part.startswith("testdata-v2"))
     else:
         cases, extra = reverse_part(tp, work, testdata, a.only)
         if a.part == "reverse":

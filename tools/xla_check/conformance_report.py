@@ -9,10 +9,10 @@ import json
 import os
 from pathlib import Path
 
-PARTS = ("forward-none", "forward-batch", "forward-vocab", "testdata", "reverse")
+PARTS = ("forward-none", "forward-batch", "forward-vocab", "testdata", "testdata-v2", "reverse")
 # The testdata and reverse parts on a second vector set (ctest: ../shared/testdata when it
 # exists); the report requires them only when told (conformance.py --expect).
-OPTIONAL_PARTS = ("testdata-shared", "reverse-shared")
+OPTIONAL_PARTS = ("testdata-shared", "testdata-v2-shared", "reverse-shared")
 
 
 def _atomic_write(path: Path, text: str) -> None:

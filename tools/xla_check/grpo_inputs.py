@@ -38,10 +38,13 @@ def _lse_logp(z: np.ndarray, y: np.ndarray, tau: float = 1.0) -> tuple:
 
 
 def make_inputs(kernel: str, mode: str, B: int, T: int, V: int, dtype: str, seed: int,
-                H: int = 16) -> dict:
+                H: int = 16, token_advantages: bool = False, empty_row: bool = False) -> dict:
     """Every input a module of `kernel`/`mode` may take (the caller writes those the
     module names).  Ratios exp(logp - old_logp) straddle the clip range, ~20% of tokens
-    are masked (every row keeps one), chosen ids cover the vocab incl. its ragged tail."""
+    are masked (every row keeps one, unless `empty_row`: then the last row is all masked),
+    chosen ids cover the vocab incl. its ragged tail; rollout IS weights
+    exp(old_logp - sampler_logp) fall on both sides of the usual caps; `token_advantages`
+    makes advantages [B,T]."""
     rng = np.random.default_rng(seed)
     cast = to_bf16_exact if dtype == "bf16" else (lambda a: a.astype(np.float32))
     out: dict = {}
@@ -58,13 +61,24 @@ def make_inputs(kernel: str, mode: str, B: int, T: int, V: int, dtype: str, seed
     mask = (rng.random((B, T)) < 0.8).astype(np.float32)
     mask[:, 0] = 1.0
     lse, logp = _lse_logp(z, y)
+    old = (logp + 0.25 * rng.standard_normal((B, T))).astype(np.float32)
     out.update({
         "chosen_ids": y, "completion_mask": mask,
         "advantages": rng.standard_normal(B).astype(np.float32),
-        "old_logp": (logp + 0.25 * rng.standard_normal((B, T))).astype(np.float32),
+        "old_logp": old,
         "ref_logp": (logp + 0.1 * rng.standard_normal((B, T))).astype(np.float32),
         "total_valid_tokens": np.float32(mask.sum() + 3.0),
     })
+    # Drawn after the v1 inputs, so those stay what they were for a seed.
+    sampler = (old + 0.3 * rng.standard_normal((B, T))).astype(np.float32)
+    token_adv = rng.standard_normal((B, T)).astype(np.float32)
+    if token_advantages:
+        out["advantages"] = token_adv
+    if empty_row and B > 1:
+        mask[B - 1, :] = 0.0
+        out["total_valid_tokens"] = np.float32(mask.sum() + 3.0)
+    out["sampler_logp"] = sampler
+    out["total_nonempty_rows"] = np.float32((mask.sum(1) > 0).sum() + 1.0)  # a global count
     if mode == "bwd":
         out["lse"] = lse.astype(np.float32)
         out["logp"] = logp.astype(np.float32)
@@ -88,17 +102,24 @@ def case_flags(case: dict) -> list:
         flags.append(f"--hidden={s['H']}")
     if case.get("on_policy"):
         flags.append("--on-policy")
+    if "preset" in case:
+        flags.append(f"--preset={case['preset']}")
     p = case.get("params", {})
-    names = {"eps_low": "eps-low", "eps_high": "eps-high", "temperature": "temperature",
-             "temp_mode": "temperature-mode", "beta": "beta", "delta": "delta",
-             "loss_type": "loss-type", "max_len": "max-len"}
+    names = {"eps_low", "eps_high", "temperature", "beta", "delta", "loss_type", "max_len",
+             "policy_loss", "kl_estimator", "log_ratio_clamp", "advantage_shape", "entropy_coef",
+             "empty_rows", "sapo_tau_pos", "sapo_tau_neg", "is_level", "is_mode", "is_cap"}
     for k, v in p.items():
         if k == "total_valid_tokens":
             if v is not None:
                 flags.append("--token-count-input")
+        elif k == "total_nonempty_rows":
+            if v is not None:
+                flags.append("--row-count-input")
+        elif k == "temp_mode":
+            flags.append(f"--temperature-mode={v}")
         elif k in names:
             if v is not None:
-                flags.append(f"--{names[k]}={v}")
+                flags.append(f"--{k.replace('_', '-')}={v}")
         else:
             raise ValueError(f"case parameter {k} has no tpuoff flag")
     return flags

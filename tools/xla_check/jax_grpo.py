@@ -14,8 +14,11 @@
   jax_grpo.py all TESTDATA_GRPO_DIR --out DIR   check + dump every case, print opcode lists
 
 Entry parameter order = spec order: logits, chosen_ids, completion_mask, advantages,
-old_logp?, ref_logp?, total_valid_tokens?.  Outputs (one tuple, in this order):
-loss, per_token_loss, logp, entropy, lse, dlogits.
+old_logp?, ref_logp?, sampler_logp?, total_valid_tokens?, total_nonempty_rows?.  Outputs
+(one tuple, in this order): loss, per_token_loss, logp, entropy, lse, dlogits.  Every
+"Policy-loss variants (v2)" option of the spec is written out here as a JAX user writes
+it (stop_gradient where the spec says sg, clip/select for the clamps), and
+jax.value_and_grad differentiates it: the gradients are JAX's, not derived by hand.
 
 The chosen logit x_y is taken with a one-hot (iota == y) select + reduce rather than
 take_along_axis, so the HLO needs no gather/scatter (`--chosen gather` switches).
@@ -39,7 +42,7 @@ import xla_run  # noqa: E402
 OUTPUT_NAMES = ["loss", "per_token_loss", "logp", "entropy", "lse", "dlogits"]
 POST_OPT_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}  # empty list: no YNN fusions
 INPUT_ORDER = ["logits", "chosen_ids", "completion_mask", "advantages", "old_logp", "ref_logp",
-               "total_valid_tokens"]
+               "sampler_logp", "total_valid_tokens", "total_nonempty_rows"]
 
 
 @dataclass
@@ -55,6 +58,19 @@ class GrpoParams:
     total_valid_tokens: Optional[float] = None  # not None => passed as a runtime input
     on_policy: bool = False
     logits_dtype: str = "f32"  # f32 | bf16
+    # Policy-loss variants (v2)
+    policy_loss: str = "ppo_clip"  # ppo_clip | gspo | gspo_token | cispo | sapo
+    kl_estimator: str = "k3"  # k3 | k1 | k2 | low_var_kl
+    log_ratio_clamp: Optional[float] = None
+    advantage_shape: str = "sequence"  # sequence | token
+    entropy_coef: float = 0.0
+    empty_rows: str = "count"  # count | skip
+    sapo_tau_pos: float = 1.0
+    sapo_tau_neg: float = 1.05
+    is_level: str = "none"  # none | token | sequence
+    is_mode: str = "truncate"  # truncate | mask
+    is_cap: float = 2.0
+    total_nonempty_rows: Optional[float] = None  # not None => passed as a runtime input
 
     def input_names(self) -> list:
         names = ["logits", "chosen_ids", "completion_mask", "advantages"]
@@ -62,8 +78,12 @@ class GrpoParams:
             names.append("old_logp")
         if self.beta != 0:
             names.append("ref_logp")
+        if self.is_level != "none":
+            names.append("sampler_logp")
         if self.total_valid_tokens is not None:
             names.append("total_valid_tokens")
+        if self.total_nonempty_rows is not None:
+            names.append("total_nonempty_rows")
         return names
 
 
@@ -84,8 +104,9 @@ def params_from_case(case: dict) -> GrpoParams:
 
 
 def make_loss_fn(gp: GrpoParams, chosen: str = "onehot"):
-    """Return loss_fn(logits, chosen_ids, completion_mask, advantages, old_logp, ref_logp,
-    total_valid_tokens) -> (loss, (ptl, logp, entropy, lse)); unused inputs may be None."""
+    """Return loss_fn(*inputs in INPUT_ORDER) -> (loss, (ptl, logp, entropy, lse)); unused
+    inputs may be None."""
+    import jax
     import jax.numpy as jnp
     from jax import lax
 
@@ -103,7 +124,11 @@ def make_loss_fn(gp: GrpoParams, chosen: str = "onehot"):
         onehot = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1) == y[..., None]
         return jnp.sum(lax.select(onehot, x, jnp.zeros_like(x)), axis=-1)
 
-    def loss_fn(logits, chosen_ids, completion_mask, advantages, old_logp, ref_logp, total_valid_tokens):
+    def clip(v, lo, hi):
+        return jnp.minimum(jnp.maximum(v, lo), hi)
+
+    def loss_fn(logits, chosen_ids, completion_mask, advantages, old_logp, ref_logp, sampler_logp,
+                total_valid_tokens, total_nonempty_rows):
         z = logits.astype(f32)
         B, T = z.shape[0], z.shape[1]
         x = z / tau if gp.temp_mode == "pre_softmax" else z
@@ -111,37 +136,98 @@ def make_loss_fn(gp: GrpoParams, chosen: str = "onehot"):
         logp = chosen_of(x, chosen_ids) - lse
         if gp.temp_mode == "post_lse":
             logp = logp / tau
+        # entropy of softmax(z/tau) (both modes); a metric unless entropy_coef != 0
+        # (centred on the row max: lse(zt) - sum p*zt cancels badly in f32 for large logits)
+        zt = z / tau
+        zc = zt - lax.stop_gradient(jnp.max(zt, axis=-1, keepdims=True))
+        log_s = jnp.log(jnp.sum(jnp.exp(zc), axis=-1))
+        p = jnp.exp(zc - log_s[..., None])
+        entropy = log_s - jnp.sum(p * zc, axis=-1)
+        if gp.entropy_coef == 0:
+            entropy = lax.stop_gradient(entropy)
+        m = completion_mask.astype(f32)
+        on = m != 0
         old = lax.stop_gradient(logp) if gp.on_policy else old_logp
-        A = advantages.astype(f32)[:, None]
-        r = jnp.exp(logp - old)
-        r_clip = lax.stop_gradient(jnp.minimum(jnp.maximum(r, 1.0 - gp.eps_low), 1.0 + gp.eps_high))
-        if gp.delta is not None:
-            d_c = jnp.asarray(gp.delta, f32)
-            r_d = lax.select(r <= d_c, r, jnp.broadcast_to(d_c, r.shape))  # min(r, delta); grad 1[r<=delta]
+        A = advantages.astype(f32)
+        if gp.advantage_shape == "sequence":
+            A = A[:, None]
+        A = jnp.broadcast_to(A, (B, T))
+        lr = logp - old
+        if gp.log_ratio_clamp is not None:
+            lr = jnp.clip(lr, -gp.log_ratio_clamp, gp.log_ratio_clamp)  # no gradient where clamped
+        lo, hi = 1.0 - gp.eps_low, 1.0 + gp.eps_high
+
+        def clipped_surrogate(r, r_upper):
+            # -min(r_upper*A, clip(r)*A); ties -> unclipped branch; the clipped one carries no gradient
+            r_clip = lax.stop_gradient(clip(r, lo, hi))
+            take_unclipped = lax.stop_gradient(A * r_clip >= A * r_upper)
+            return lax.select(take_unclipped, -(A * r_upper), -(A * r_clip))
+
+        if gp.policy_loss == "ppo_clip":
+            r = jnp.exp(lr)
+            if gp.delta is not None:
+                d_c = jnp.asarray(gp.delta, f32)
+                r_d = lax.select(r <= d_c, r, jnp.broadcast_to(d_c, r.shape))  # min(r, delta); grad 1[r<=delta]
+            else:
+                r_d = r
+            sur = clipped_surrogate(r, r_d)
+        elif gp.policy_loss in ("gspo", "gspo_token"):
+            n_row = jnp.maximum(jnp.sum(m, axis=1, keepdims=True), 1.0)
+            mean = jnp.sum(jnp.where(on, m * lr, 0.0), axis=1, keepdims=True) / n_row
+            if gp.policy_loss == "gspo":
+                log_s = jnp.broadcast_to(mean, (B, T))
+            else:  # sg(row mean) + logp - sg(logp), through the clamp
+                log_s = lax.stop_gradient(mean) + lr - lax.stop_gradient(lr)
+            s = jnp.exp(log_s)
+            sur = clipped_surrogate(s, s)
+        elif gp.policy_loss == "cispo":
+            w_c = lax.stop_gradient(clip(jnp.exp(lr), lo, hi))
+            sur = -w_c * A * logp
+        elif gp.policy_loss == "sapo":
+            r = jnp.exp(lr)
+            tau_s = jnp.where(A > 0, gp.sapo_tau_pos, gp.sapo_tau_neg).astype(f32)
+            sur = -(4.0 / tau_s) * jax.nn.sigmoid(tau_s * (r - 1.0)) * A
         else:
-            r_d = r
-        # -min(r_d*A, r_clip*A); ties -> unclipped branch; the clipped branch carries no gradient
-        take_unclipped = lax.stop_gradient(A * r_clip >= A * r_d)
-        ptl = lax.select(take_unclipped, -(A * r_d), -(A * r_clip))
+            raise ValueError(f"policy_loss {gp.policy_loss}")
+        if gp.is_level != "none":
+            old_v = lax.stop_gradient(logp) if gp.on_policy else old_logp
+            lw = old_v - sampler_logp
+            if gp.is_level == "sequence":
+                lw = jnp.broadcast_to(jnp.sum(jnp.where(on, m * lw, 0.0), axis=1, keepdims=True), (B, T))
+            w = jnp.exp(lw)
+            w = jnp.minimum(w, gp.is_cap) if gp.is_mode == "truncate" else jnp.where(w <= gp.is_cap, w, 0.0)
+            sur = lax.stop_gradient(w) * sur
+        ptl = sur
         if gp.beta != 0:
             d = ref_logp - logp
-            ptl = ptl + gp.beta * (jnp.exp(d) - d - 1.0)
-        m = completion_mask.astype(f32)
+            if gp.kl_estimator == "k3":
+                k = jnp.exp(d) - d - 1.0
+            elif gp.kl_estimator == "k1":
+                k = -d
+            elif gp.kl_estimator == "k2":
+                k = 0.5 * d * d
+            else:  # low_var_kl
+                dc = jnp.clip(d, -20.0, 20.0)
+                k = jnp.clip(jnp.exp(dc) - dc - 1.0, -10.0, 10.0)
+            ptl = ptl + gp.beta * k
+        if gp.entropy_coef != 0:
+            ptl = ptl - gp.entropy_coef * entropy
         if gp.loss_type == "token_mean":
             N = total_valid_tokens.astype(f32) if gp.total_valid_tokens is not None else jnp.sum(m)
             g = m / jnp.maximum(N, 1.0)
         elif gp.loss_type == "sequence_mean":
-            g = m / jnp.maximum(jnp.sum(m, axis=1, keepdims=True), 1.0) / B
+            if gp.empty_rows == "count":
+                rows = float(B)
+            elif gp.total_nonempty_rows is not None:
+                rows = jnp.maximum(total_nonempty_rows.astype(f32), 1.0)
+            else:
+                rows = jnp.maximum(jnp.sum((jnp.sum(m, axis=1) > 0).astype(f32)), 1.0)
+            g = m / jnp.maximum(jnp.sum(m, axis=1, keepdims=True), 1.0) / rows
         else:
             max_len = gp.max_len if gp.max_len is not None else T
             g = m / float(B * max_len)
         loss = jnp.sum(g * ptl)
-        # entropy: a metric on z/tau (both modes), no gradient
-        xt = lax.stop_gradient(z / tau)
-        lse_t = stable_lse(xt) if (gp.temp_mode == "post_lse" and tau != 1.0) else lax.stop_gradient(lse)
-        p = jnp.exp(xt - lse_t[..., None])
-        entropy = lse_t - jnp.sum(p * xt, axis=-1)
-        aux = (ptl, lax.stop_gradient(logp), entropy, lax.stop_gradient(lse))
+        aux = (ptl, lax.stop_gradient(logp), lax.stop_gradient(entropy), lax.stop_gradient(lse))
         return loss, aux
 
     return loss_fn
