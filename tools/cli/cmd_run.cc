@@ -15,6 +15,7 @@
 #include "hlo/ir/status_macros.h"
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
+#include "tools/io/backend_run.h"
 #include "tools/io/file_util.h"
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
@@ -40,6 +41,8 @@ struct RunFlags {
   int64_t threads = 0;
   std::string input_format = "auto";
   std::string bf16_outputs = "f32";
+  std::string backend = "emulator";
+  std::string pjrt_plugin;
   KernelFlags kernel;
   ShardFlags shard;
 };
@@ -91,7 +94,10 @@ int RunMain(const std::vector<std::string>& args) {
       "(MODULE_FILE | --kernel=NAME [kernel flags]) "
       "(--inputs=DIR | --random-inputs [--seed=N]) [flags]",
       "Runs the module's entry computation on the host emulator of TPU v6e\n"
-      "devices (one device, or num_partitions devices for an SPMD module).\n"
+      "devices (one device, or num_partitions devices for an SPMD module), or\n"
+      "with --backend=pjrt on the devices of a PJRT plugin (default: the XLA\n"
+      "CPU plugin this tpuoff was built with; an SPMD module runs as is on\n"
+      "num_partitions devices, XLA does not partition it again).\n"
       "Inputs: DIR/<parameter name>.npy per entry parameter, or deterministic\n"
       "random values from --seed. A partitioned module (num_partitions > 1,\n"
       "sharding= on every parameter and the root, e.g. --shard=batch|vocab)\n"
@@ -119,6 +125,12 @@ int RunMain(const std::vector<std::string>& args) {
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
   flags.AddEnum("bf16-outputs", &f.bf16_outputs, {"f32", "bf16"},
                 "write bf16 outputs as float32 (exact) or as ml_dtypes bfloat16");
+  flags.AddEnum("backend", &f.backend, {"emulator", "pjrt"},
+                "where to run: the host emulator or a PJRT plugin");
+  flags.AddString("pjrt-plugin", &f.pjrt_plugin,
+                  "PJRT plugin for --backend=pjrt (empty = the XLA CPU plugin found at "
+                  "build time)",
+                  "PATH");
   flags.AddEnum("input-format", &f.input_format,
                 {"auto", "text", "proto", "json"},
                 "format of MODULE_FILE (auto = detect)");
@@ -154,6 +166,18 @@ int RunMain(const std::vector<std::string>& args) {
   }
   if (flags.WasSet("outputs") && f.outputs.empty()) {
     return ReportUsageError(kCmd, "--outputs needs a directory name");
+  }
+  const Backend backend = *ParseBackend(f.backend);
+  if (backend != Backend::kPjrt && flags.WasSet("pjrt-plugin")) {
+    return ReportUsageError(kCmd, "--pjrt-plugin needs --backend=pjrt");
+  }
+  if (backend == Backend::kPjrt) {
+    for (const char* name : {"trace", "hbm-gib", "threads"}) {
+      if (flags.WasSet(name)) {
+        return ReportUsageError(
+            kCmd, absl::StrCat("--", name, " applies to the emulator, not --backend=pjrt"));
+      }
+    }
   }
 
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
@@ -194,19 +218,20 @@ int RunMain(const std::vector<std::string>& args) {
       partitioned ? MakeArguments(m, f, 1, &params) : MakeArguments(m, f, num_devices);
   if (!arguments.ok()) return ReportFailureDetailed(kCmd, arguments.status());
 
-  runtime::RunOptions options;
-  options.num_threads = static_cast<int>(f.threads);
-  options.hbm_capacity_bytes = std::max<int64_t>(
+  BackendOptions options;
+  options.backend = backend;
+  options.pjrt_plugin = f.pjrt_plugin;
+  options.emulator.num_threads = static_cast<int>(f.threads);
+  options.emulator.hbm_capacity_bytes = std::max<int64_t>(
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
-  options.record_trace = !f.trace.empty();
-  options.record_allocations = false;
-  absl::StatusOr<runtime::RunResult> result =
-      partitioned
-          ? RunPartitioned(m, *signature, (*arguments)[0], options,
-                           OutputNames(m, signature->global_outputs.size()))
-          : num_devices == 1 ? runtime::RunModule(m, (*arguments)[0], options)
-                             : runtime::RunSpmd(m, *arguments, options);
-  if (!result.ok()) return ReportFailure(kCmd, result.status());
+  options.emulator.record_trace = !f.trace.empty();
+  options.emulator.record_allocations = false;
+  absl::StatusOr<BackendResult> ran =
+      RunOnBackend(m, signature, *arguments, options,
+                   partitioned ? OutputNames(m, signature->global_outputs.size())
+                               : std::vector<std::string>{});
+  if (!ran.ok()) return ReportFailure(kCmd, ran.status());
+  runtime::RunResult* result = &ran->run;
 
   // Name and summarise every output (per device unless reassembled).
   const int64_t output_sets = partitioned ? 1 : num_devices;
@@ -237,6 +262,7 @@ int RunMain(const std::vector<std::string>& args) {
                     runtime::HumanBytes(dev.stats.peak_bytes), " of ",
                     runtime::HumanBytes(dev.hbm_capacity_bytes), ")\n");
   }
+  if (backend == Backend::kPjrt) absl::StrAppend(&report, ran->summary, "\n");
   absl::StrAppend(&report, absl::StrFormat("wall time: %.6f s\n",
                                            result->wall_seconds));
 
