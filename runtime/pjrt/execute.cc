@@ -105,21 +105,39 @@ absl::StatusOr<hlo::Literal> ToHost(const Plugin& p, PJRT_Buffer* buffer,
         what, ": the plugin returned a buffer of type ", static_cast<int>(et.type), " [",
         absl::StrJoin(dims, ","), "], expected ", shape.ToString()));
   }
+  // The buffer's layout on the device: the host copy comes in it (plugins
+  // do not all honour a requested host layout), and is permuted to
+  // row-major here when it is not.
+  PJRT_Buffer_GetMemoryLayout_Args ml = TPUOFF_PJRT_ARGS(PJRT_Buffer_GetMemoryLayout_Args);
+  ml.buffer = buffer;
+  RETURN_IF_ERROR(TPUOFF_PJRT_CALL(p, PJRT_Buffer_GetMemoryLayout, &ml));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> minor_to_major(rank);
+  for (int64_t i = 0; i < rank; ++i) minor_to_major[i] = rank - 1 - i;
+  if (ml.layout.type == PJRT_Buffer_MemoryLayout_Type_Tiled) {
+    const PJRT_Buffer_MemoryLayout_Tiled& t = ml.layout.tiled;
+    if (t.num_tiles > 0 || static_cast<int64_t>(t.minor_to_major_size) != rank) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": the plugin returned a tiled device layout (", t.num_tiles,
+          " tiles); only dense layouts are read back"));
+    }
+    minor_to_major.assign(t.minor_to_major, t.minor_to_major + rank);
+  } else if (ml.layout.type == PJRT_Buffer_MemoryLayout_Type_Strides) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, ": the plugin returned a strided device layout"));
+  }
   hlo::Literal lit(hlo::Shape(shape.element_type(), shape.dimensions()));
-  std::vector<int64_t> minor_to_major(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) minor_to_major[i] = dims.size() - 1 - i;
-  PJRT_Buffer_MemoryLayout layout = TPUOFF_PJRT_ARGS(PJRT_Buffer_MemoryLayout);
-  layout.type = PJRT_Buffer_MemoryLayout_Type_Tiled;
-  layout.tiled.struct_size = PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE;
-  layout.tiled.minor_to_major = minor_to_major.data();
-  layout.tiled.minor_to_major_size = minor_to_major.size();
+  bool row_major = true;
+  for (int64_t i = 0; i < rank; ++i) row_major &= minor_to_major[i] == rank - 1 - i;
+  hlo::Literal device_order = row_major ? hlo::Literal() : hlo::Literal(lit.shape());
+  hlo::Literal& dst = row_major ? lit : device_order;
   PJRT_Buffer_ToHostBuffer_Args args = TPUOFF_PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args);
   args.src = buffer;
-  args.host_layout = &layout;
-  args.dst = lit.raw();
-  args.dst_size = static_cast<size_t>(lit.raw_size());
+  args.dst = dst.raw();
+  args.dst_size = static_cast<size_t>(dst.raw_size());
   RETURN_IF_ERROR(TPUOFF_PJRT_CALL(p, PJRT_Buffer_ToHostBuffer, &args));
   RETURN_IF_ERROR(AwaitAndDestroy(p, args.event, "device-to-host copy"));
+  if (!row_major) PermuteToRowMajor(device_order, minor_to_major, &lit);
   return lit;
 }
 
@@ -185,7 +203,8 @@ absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
   ASSIGN_OR_RETURN(std::string copts,
                    CompileOptionsBytes({.num_partitions = n,
                                         .device_ids = n > 1 ? device_ids
-                                                            : std::vector<int64_t>{}}));
+                                                            : std::vector<int64_t>{}},
+                                       code));
   PJRT_Program program = TPUOFF_PJRT_ARGS(PJRT_Program);
   program.code = code.data();
   program.code_size = code.size();

@@ -70,6 +70,12 @@ absl::StatusOr<ExecuteResult> Execute(
     absl::Span<const std::vector<hlo::Literal>> per_device_arguments,
     const ExecuteOptions& options = {});
 
+// Copies an array held in the dense layout `minor_to_major` (XLA's order
+// of dimensions, fastest first) into the row-major `row_major` of the same
+// shape (used for device buffers a plugin returns in another layout).
+void PermuteToRowMajor(const hlo::Literal& device_order, absl::Span<const int64_t> minor_to_major,
+                       hlo::Literal* row_major);
+
 // XLA's memory statistics of a compiled executable, per device
 // (PJRT_Executable_GetCompiledMemoryStats).
 struct CompiledMemoryStats {

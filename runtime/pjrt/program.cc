@@ -1,6 +1,10 @@
 #include "runtime/pjrt/program.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
+#include "hlo/ir/primitive_type.h"
+#include "runtime/pjrt/pjrt_backend.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/proto/proto_io.h"
 #if __has_include("proto/compile_options.pb.h")
@@ -66,7 +70,8 @@ absl::StatusOr<std::string> PjrtProgramBytes(const hlo::HloModule& module) {
   return out;
 }
 
-absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec) {
+absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec,
+                                                absl::string_view program) {
   if (spec.num_partitions < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("compile options: num_partitions must be >= 1, got ", spec.num_partitions));
@@ -79,6 +84,15 @@ absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec) 
   }
   xla::CompileOptionsProto options;
   xla::ExecutableBuildOptionsProto* build = options.mutable_executable_build_options();
+  if (spec.entry_layouts) {
+    xla::HloModuleProto module;
+    if (!module.ParseFromArray(program.data(), static_cast<int>(program.size()))) {
+      return absl::InvalidArgumentError("compile options: the program is no HloModuleProto");
+    }
+    const xla::ProgramShapeProto& entry = module.host_program_shape();
+    for (const xla::ShapeProto& p : entry.parameters()) *options.add_argument_layouts() = p;
+    *build->mutable_result_layout() = entry.result();
+  }
   build->set_device_ordinal(-1);
   build->set_num_replicas(1);
   build->set_num_partitions(spec.num_partitions);
@@ -97,6 +111,33 @@ absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec) 
     return absl::InternalError("compile options: cannot serialize CompileOptionsProto");
   }
   return out;
+}
+
+void PermuteToRowMajor(const hlo::Literal& device_order, absl::Span<const int64_t> minor_to_major,
+                       hlo::Literal* row_major) {
+  const std::vector<int64_t>& dims = row_major->shape().dimensions();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t width = hlo::ByteWidth(row_major->shape().element_type());
+  // Stride (in elements) of each logical dimension in the device order.
+  std::vector<int64_t> stride(rank, 1);
+  int64_t s = 1;
+  for (int64_t d : minor_to_major) {
+    stride[d] = s;
+    s *= dims[d];
+  }
+  std::vector<int64_t> index(rank, 0);
+  const int64_t n = row_major->num_elements();
+  const uint8_t* src = device_order.raw();
+  uint8_t* out = row_major->raw();
+  for (int64_t linear = 0; linear < n; ++linear) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d) offset += index[d] * stride[d];
+    std::memcpy(out + linear * width, src + offset * width, width);
+    for (int64_t d = rank - 1; d >= 0; --d) {  // next row-major index
+      if (++index[d] < dims[d]) break;
+      index[d] = 0;
+    }
+  }
 }
 
 absl::StatusOr<std::string> ModuleProtoFromProgram(absl::string_view code,

@@ -30,12 +30,19 @@ struct CompileOptionsSpec {
   // device_ids[i]); empty: no device assignment (compile-only, or one
   // device). When given, its size must be num_partitions.
   std::vector<int64_t> device_ids;
+  // Send the program's entry layouts (its host_program_shape: the
+  // entry_computation_layout the module declares, else row-major) as
+  // argument_layouts and result_layout, so that XLA keeps them instead of
+  // choosing its default layouts for the parameters and results.
+  bool entry_layouts = true;
 };
 
-// A serialized CompileOptionsProto: one replica, `num_partitions`
-// partitions, device_ordinal -1, SPMD partitioning (GSPMD, not Shardy) when
-// num_partitions > 1. Always non-empty (an empty one aborts the CPU plugin).
-absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec);
+// A serialized CompileOptionsProto for `program` (PjrtProgramBytes): one
+// replica, `num_partitions` partitions, device_ordinal -1, SPMD partitioning
+// (GSPMD, not Shardy) when num_partitions > 1. Always non-empty (an empty
+// one aborts the CPU plugin).
+absl::StatusOr<std::string> CompileOptionsBytes(const CompileOptionsSpec& spec,
+                                                absl::string_view program);
 
 // The serialized HloModuleProto inside an optimised program returned by
 // PJRT_Executable_OptimizedProgram: format "hlo" is one already,

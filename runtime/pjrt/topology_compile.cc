@@ -68,7 +68,7 @@ absl::StatusOr<TopologyCompileResult> CompileForTopology(
         "' has ", result.topology_devices, " devices"));
   }
   ASSIGN_OR_RETURN(std::string code, PjrtProgramBytes(module));
-  ASSIGN_OR_RETURN(std::string copts, CompileOptionsBytes({.num_partitions = n}));
+  ASSIGN_OR_RETURN(std::string copts, CompileOptionsBytes({.num_partitions = n}, code));
   PJRT_Program program = TPUOFF_PJRT_ARGS(PJRT_Program);
   program.code = code.data();
   program.code_size = code.size();

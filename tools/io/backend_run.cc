@@ -21,19 +21,20 @@ absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
 
 absl::StatusOr<BackendResult> RunOnBackend(const hlo::HloModule& module,
                                            const std::optional<hlo::PartitionedSignature>& sig,
-                                           absl::Span<const std::vector<hlo::Literal>> arguments,
+                                           const std::vector<std::vector<hlo::Literal>>& arguments,
                                            const BackendOptions& options,
                                            const std::vector<std::string>& output_names) {
   const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
   std::vector<std::vector<hlo::Literal>> split;
-  absl::Span<const std::vector<hlo::Literal>> per_device = arguments;
+  const std::vector<std::vector<hlo::Literal>>* per_device_ptr = &arguments;
   if (sig.has_value()) {
     if (arguments.size() != 1) {
       return absl::InvalidArgumentError("a partitioned module takes one set of global arguments");
     }
     ASSIGN_OR_RETURN(split, runtime::SplitArguments(*sig, arguments[0]));
-    per_device = split;
+    per_device_ptr = &split;
   }
+  const std::vector<std::vector<hlo::Literal>>& per_device = *per_device_ptr;
   BackendResult result;
   if (options.backend == Backend::kEmulator) {
     ASSIGN_OR_RETURN(result.run, n == 1 && !sig.has_value()

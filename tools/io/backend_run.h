@@ -45,7 +45,7 @@ struct BackendResult {
 // `arguments` holds one set per device (num_partitions of them, or one).
 absl::StatusOr<BackendResult> RunOnBackend(const hlo::HloModule& module,
                                            const std::optional<hlo::PartitionedSignature>& signature,
-                                           absl::Span<const std::vector<hlo::Literal>> arguments,
+                                           const std::vector<std::vector<hlo::Literal>>& arguments,
                                            const BackendOptions& options,
                                            const std::vector<std::string>& output_names);
 
