@@ -179,3 +179,34 @@ TEST(PjrtBackend, UnavailableBuildSaysHow) {
 
 }  // namespace
 }  // namespace tpuoff::runtime::pjrt
+
+namespace tpuoff::runtime::pjrt {
+namespace {
+
+// [2,3] stored column-major ({0,1}): element (i,j) at j*2+i.
+TEST(PjrtProgram, PermuteToRowMajor) {
+  hlo::Literal device(hlo::Shape(hlo::PrimitiveType::kF32, {2, 3}));
+  hlo::Literal out(device.shape());
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) device.data<float>()[j * 2 + i] = 10 * i + j;
+  }
+  const std::vector<int64_t> m2m = {0, 1};
+  PermuteToRowMajor(device, m2m, &out);
+  const std::vector<float> want = {0, 1, 2, 10, 11, 12};
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(out.data<float>()[k], want[k]) << k;
+  // Rank 3, minor_to_major {1,2,0}: dim 1 fastest, then 2, then 0.
+  hlo::Literal d3(hlo::Shape(hlo::PrimitiveType::kS32, {2, 3, 4}));
+  hlo::Literal o3(d3.shape());
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) d3.data<int32_t>()[a * 12 + c * 3 + b] = 100 * a + 10 * b + c;
+  const std::vector<int64_t> m3 = {1, 2, 0};
+  PermuteToRowMajor(d3, m3, &o3);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c)
+        EXPECT_EQ(o3.data<int32_t>()[(a * 3 + b) * 4 + c], 100 * a + 10 * b + c);
+}
+
+}  // namespace
+}  // namespace tpuoff::runtime::pjrt

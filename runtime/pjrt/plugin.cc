@@ -106,9 +106,9 @@ absl::StatusOr<const Plugin*> Plugin::Get(const std::string& path) {
   }
   // libtpu reads these when it is loaded: never the metadata server.
   setenv("TPU_SKIP_MDS_QUERY", "1", 1);
-  // XLA's plugins log every client option at INFO to stderr; warnings and
-  // errors still show.
-  SetIfUnset("TF_CPP_MIN_LOG_LEVEL", "1");
+  // XLA's plugins log client options (INFO) and deprecation notes (WARNING)
+  // to stderr; errors still show (and come back as a Status too).
+  SetIfUnset("TF_CPP_MIN_LOG_LEVEL", "2");
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();

@@ -2,10 +2,14 @@
 # End to end through the CLI: every GRPO test vector of a vector folder
 # (default tests/testdata/grpo; ctest also runs ../shared/testdata/grpo when it
 # exists; inputs written by numpy) is run with `tpuoff run --kernel=... --inputs=`
-# for the reference and the tiled kernel, and every output .npy is checked
-# against expected_<name>.npy with the case's tolerance.
+# for the reference and the tiled kernel, the fused LM-head kernel on the
+# sibling folder CASES_DIR_fused (grpo_fused), and every output .npy is
+# checked against expected_<name>.npy with the case's tolerance. Extra `run`
+# flags come from $TPUOFF_RUN_FLAGS (e.g. --backend=pjrt: the same vectors
+# on the XLA CPU plugin).
 #   run_test_vectors.sh TPUOFF SRC [CASES_DIR]
 TPUOFF=$1 SRC=$2
+read -r -a RUN_FLAGS <<< "${TPUOFF_RUN_FLAGS:-}"
 source "$SRC/tests/cli/data/helpers.bash"
 CASES="${3:-$SRC/tests/testdata/grpo}"
 if ! ls "$CASES"/*/case.json >/dev/null 2>&1; then
@@ -22,6 +26,8 @@ p, s = c['params'], c['shape']
 f = ['--mode=fwd_bwd', '--batch=%d' % s['B'], '--seq=%d' % s['T'],
      '--vocab=%d' % s['V'], '--logits-dtype=' + c['logits_dtype'],
      '--block-size=%d' % (16 if s['V'] <= 300 else 1024)]
+if 'H' in s:
+    f.append('--hidden=%d' % s['H'])
 names = {'eps_low': 'eps-low', 'eps_high': 'eps-high', 'temperature': 'temperature',
          'temp_mode': 'temperature-mode', 'beta': 'beta', 'delta': 'delta',
          'loss_type': 'loss-type', 'max_len': 'max-len'}
@@ -67,12 +73,16 @@ if bad:
 PY
 }
 
-for dir in "$CASES"/*/; do
+for dir in "$CASES"/*/ "$CASES"_fused/*/; do
+  [[ -f $dir/case.json ]] || continue
   n=$(basename "$dir")
   mapfile -t flags < <(case_flags "$dir")
-  for kernel in grpo_reference grpo_tiled; do
+  kernels=(grpo_reference grpo_tiled)
+  [[ $dir == "$CASES"_fused/* ]] && kernels=(grpo_fused_linear)
+  for kernel in "${kernels[@]}"; do
     out="$WORK/$n-$kernel"
-    run_cmd 0 "$n/$kernel" -- run --kernel=$kernel "${flags[@]}" --inputs="$dir" --outputs="$out" || continue
+    run_cmd 0 "$n/$kernel" -- run --kernel=$kernel "${flags[@]}" "${RUN_FLAGS[@]}" \
+      --inputs="$dir" --outputs="$out" || continue
     if msg=$(compare_outputs "$dir" "$out"); then
       pass "$n/$kernel"
     else
