@@ -46,10 +46,10 @@ absl::StatusOr<std::vector<hlo::Shape>> OutputShapes(const hlo::HloModule& modul
 }
 
 absl::Status CheckArguments(const hlo::HloModule& module,
-                            absl::Span<const std::vector<hlo::Literal>> per_device) {
+                            absl::Span<const absl::Span<const hlo::Literal>> per_device) {
   const hlo::HloComputation& entry = *module.entry();
   for (size_t d = 0; d < per_device.size(); ++d) {
-    const std::vector<hlo::Literal>& args = per_device[d];
+    absl::Span<const hlo::Literal> args = per_device[d];
     if (static_cast<int64_t>(args.size()) != entry.num_parameters()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "device ", d, ": ", args.size(), " arguments for ", entry.num_parameters(),
@@ -144,7 +144,14 @@ absl::StatusOr<hlo::Literal> ToHost(const Plugin& p, PJRT_Buffer* buffer,
 }  // namespace
 
 absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
-                                      absl::Span<const std::vector<hlo::Literal>> per_device,
+                                      const std::vector<std::vector<hlo::Literal>>& per_device,
+                                      const ExecuteOptions& options) {
+  std::vector<absl::Span<const hlo::Literal>> spans(per_device.begin(), per_device.end());
+  return Execute(module, absl::MakeConstSpan(spans), options);
+}
+
+absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
+                                      absl::Span<const absl::Span<const hlo::Literal>> per_device,
                                       const ExecuteOptions& options) {
   const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
   if (static_cast<int64_t>(per_device.size()) != n) {

@@ -67,7 +67,11 @@ struct ExecuteResult {
 // INVALID_ARGUMENT naming the parameter otherwise).
 absl::StatusOr<ExecuteResult> Execute(
     const hlo::HloModule& module,
-    absl::Span<const std::vector<hlo::Literal>> per_device_arguments,
+    absl::Span<const absl::Span<const hlo::Literal>> per_device_arguments,
+    const ExecuteOptions& options = {});
+absl::StatusOr<ExecuteResult> Execute(
+    const hlo::HloModule& module,
+    const std::vector<std::vector<hlo::Literal>>& per_device_arguments,
     const ExecuteOptions& options = {});
 
 // Copies an array held in the dense layout `minor_to_major` (XLA's order

@@ -23,7 +23,13 @@ std::string DefaultTpuPluginPath() { return ""; }
 absl::StatusOr<PluginInfo> LoadPlugin(const std::string&) { return NotBuilt(); }
 
 absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule&,
-                                      absl::Span<const std::vector<hlo::Literal>>,
+                                      absl::Span<const absl::Span<const hlo::Literal>>,
+                                      const ExecuteOptions&) {
+  return NotBuilt();
+}
+
+absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule&,
+                                      const std::vector<std::vector<hlo::Literal>>&,
                                       const ExecuteOptions&) {
   return NotBuilt();
 }
