@@ -44,6 +44,14 @@ void SetLibtpuEnvironment(const std::string& accelerator_type) {
   SetIfUnset("TPU_WORKER_HOSTNAMES", "localhost");
   SetIfUnset("TPU_WORKER_ID", "0");
   if (!accelerator_type.empty()) SetIfUnset("TPU_ACCELERATOR_TYPE", accelerator_type);
+  // libtpu tries to remap the host program's text onto huge pages and logs
+  // an error to stderr when the binary's segments are not 2 MiB aligned;
+  // compile-only use gains nothing from it.
+  const char* init = std::getenv("LIBTPU_INIT_ARGS");
+  std::string args = init ? init : "";
+  if (args.find("hugepage_text") == std::string::npos) {
+    setenv("LIBTPU_INIT_ARGS", (args.empty() ? "" : args + " ").append("--hugepage_text=false").c_str(), 1);
+  }
 }
 
 absl::Status Plugin::Require(size_t offset, const char* name) const {

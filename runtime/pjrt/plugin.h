@@ -56,8 +56,9 @@ T PjrtArgs(size_t struct_size) {
 // Sets the environment libtpu reads at load time so that it never queries
 // the GCE metadata server (TPU_SKIP_MDS_QUERY=1; otherwise it retries for
 // ~30 s per key without a network), does not take the one-process lock
-// meant for a real TPU, and knows a worker host: compile-only use needs
-// none of them. `accelerator_type` (e.g. "v6e-8") is set when the user has
+// meant for a real TPU, knows a worker host, and does not remap the host
+// binary onto huge pages (LIBTPU_INIT_ARGS gets --hugepage_text=false):
+// compile-only use needs none of them. `accelerator_type` (e.g. "v6e-8") is set when the user has
 // not set TPU_ACCELERATOR_TYPE. Values the user set are kept, except
 // TPU_SKIP_MDS_QUERY, which is always 1.
 void SetLibtpuEnvironment(const std::string& accelerator_type);
