@@ -1,5 +1,7 @@
 #include "kernels/grpo_common.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
 #include "kernels/vocab_stats.h"
@@ -153,6 +155,33 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishModule(
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, b->Build(root));
   module->SetOutputNames(names);
   return module;
+}
+
+absl::Status SetEntryOutputLayout(hlo::HloModule& module, const std::string& name,
+                                  std::vector<int64_t> minor_to_major) {
+  const hlo::HloComputation& entry = *module.entry();
+  const std::vector<std::string> names = module.OutputNames();
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) {
+    return absl::NotFoundError(absl::StrCat(module.name(), ": no output named ", name));
+  }
+  std::vector<hlo::Shape> params = module.entry_parameter_layouts().has_value()
+                                       ? *module.entry_parameter_layouts()
+                                       : entry.ParameterShapes();
+  hlo::Shape result = module.entry_parameter_layouts().has_value()
+                          ? module.entry_result_layout()
+                          : entry.root()->shape();
+  hlo::Shape* leaf = result.IsTuple()
+                         ? &(*result.mutable_tuple_shapes())[it - names.begin()]
+                         : &result;
+  if (leaf->rank() != static_cast<int64_t>(minor_to_major.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(module.name(), ": layout of rank ",
+                                                   minor_to_major.size(), " for output ", name,
+                                                   " ", leaf->ToString()));
+  }
+  leaf->set_minor_to_major(std::move(minor_to_major));
+  module.set_entry_layout(std::move(params), std::move(result));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishGrpoModule(XlaBuilder* b,

@@ -98,6 +98,13 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishGrpoModule(hlo::XlaBuilder
                                                                  KernelMode mode,
                                                                  const GrpoOutputs& out);
 
+// Declares the entry output named `name` in the layout `minor_to_major`
+// (the module's entry_computation_layout; values and shapes are unchanged,
+// the other parameters and outputs keep their layouts). NOT_FOUND if no
+// output has that name.
+absl::Status SetEntryOutputLayout(hlo::HloModule& module, const std::string& name,
+                                  std::vector<int64_t> minor_to_major);
+
 // Same for any list of named outputs.
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishModule(
     hlo::XlaBuilder* b, const std::vector<hlo::XlaOp>& outputs,

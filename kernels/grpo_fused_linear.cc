@@ -65,12 +65,19 @@ FusedLinearParams EmitFusedLinearParameters(XlaBuilder* b, const GrpoConfig& c,
 namespace {
 
 // lhs · rhs contracting lhs dim `lc` with rhs dim `rc`, f32 result (for bf16
-// operands: f32 accumulation, XLA's preferred element type).
+// operands: f32 accumulation, XLA's preferred element type). With an f32
+// operand the precision is HIGHEST: at DEFAULT XLA:TPU rounds f32 operands
+// to bf16, and for the loop-invariant lm_head it hoists that rounding out of
+// the vocab loop as a bf16 copy of all of lm_head (an extra [H,V] array).
 XlaOp DotF32(XlaBuilder* b, XlaOp lhs, XlaOp rhs, int64_t lc, int64_t rc) {
   DotDimensionNumbers d;
   d.lhs_contracting_dimensions = {lc};
   d.rhs_contracting_dimensions = {rc};
-  return b->Dot(lhs, rhs, d, PrimitiveType::kF32);
+  const bool f32 = lhs.shape().element_type() == PrimitiveType::kF32 ||
+                   rhs.shape().element_type() == PrimitiveType::kF32;
+  return b->Dot(lhs, rhs, d, PrimitiveType::kF32,
+                f32 ? std::vector<std::string>{"HIGHEST", "HIGHEST"}
+                    : std::vector<std::string>{});
 }
 
 // Rows [n0, n0 + rows) of a rank-1 or rank-2 array (the array itself when
@@ -383,6 +390,10 @@ FusedLinearOutputs EmitGrpoFusedLinear(XlaBuilder* b, const GrpoConfig& cfg, Ker
   return out;
 }
 
+absl::Status SetDLmHeadLayout(hlo::HloModule& module) {
+  return SetEntryOutputLayout(module, "d_lm_head", {0, 1});
+}
+
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishFusedLinearModule(
     XlaBuilder* b, KernelMode mode, const FusedLinearOutputs& out) {
   std::vector<XlaOp> ops;
@@ -391,7 +402,10 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishFusedLinearModule(
     ops.push_back(out.d_hidden);
     ops.push_back(out.d_lm_head);
   }
-  return FinishModule(b, ops, FusedLinearOutputNames(mode));
+  ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module,
+                   FinishModule(b, ops, FusedLinearOutputNames(mode)));
+  if (mode != KernelMode::kFwd) RETURN_IF_ERROR(SetDLmHeadLayout(*module));
+  return module;
 }
 
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinear(const GrpoConfig& config,

@@ -106,7 +106,17 @@ FusedLinearOutputs EmitGrpoFusedLinear(hlo::XlaBuilder* b, const GrpoConfig& con
                                        KernelMode mode, const FusedLinearParams& params,
                                        const FusedLinearOptions& options = {});
 
-// Finishes the entry computation with the named outputs of `mode`.
+// Declares d_lm_head [H,V] in layout {0,1} (vocab-major: physically [V,H],
+// the layout of a torch Linear weight). Its vocab tiles are written by a
+// dynamic-update-slice inside the vocab loop; XLA:TPU produces each tile's
+// hᵀ·dlogits product vocab-major and keeps the accumulator in that layout,
+// so with a row-major d_lm_head it copies the whole [H,V] array once more
+// at the end (two [H,V] buffers live). Values are unchanged; the emulator
+// keeps arrays row-major whatever the declared layout.
+absl::Status SetDLmHeadLayout(hlo::HloModule& module);
+
+// Finishes the entry computation with the named outputs of `mode` (d_lm_head
+// in SetDLmHeadLayout's layout).
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> FinishFusedLinearModule(
     hlo::XlaBuilder* b, KernelMode mode, const FusedLinearOutputs& out);
 

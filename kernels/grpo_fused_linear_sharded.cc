@@ -149,7 +149,10 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinearSharded(
   map_options.global_form = sharding.global_form;
   const std::string name = absl::StrCat(global->name(), "_", ShardKindName(sharding.kind),
                                         scatter ? "_scatter" : "", "_sharded");
-  return hlo::ShardMap(name, sharding.mesh, inputs, outputs, body, map_options);
+  ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module,
+                   hlo::ShardMap(name, sharding.mesh, inputs, outputs, body, map_options));
+  if (spec.mode != KernelMode::kFwd) RETURN_IF_ERROR(SetDLmHeadLayout(*module));
+  return module;
 }
 
 }  // namespace tpuoff::kernels

@@ -280,9 +280,10 @@ HloComputation* XlaBuilder::ScalarReducer(HloOpcode op, PrimitiveType type) {
 }
 
 XlaOp XlaBuilder::Dot(XlaOp lhs, XlaOp rhs, const DotDimensionNumbers& dnums,
-                      PrimitiveType result_type) {
+                      PrimitiveType result_type, std::vector<std::string> operand_precision) {
   HloAttributes attrs;
   attrs.dot = dnums;
+  attrs.operand_precision = std::move(operand_precision);
   Shape declared(result_type, {});
   return AddOp(HloOpcode::kDot, {lhs, rhs}, attrs, {},
                result_type == PrimitiveType::kInvalid ? nullptr : &declared);

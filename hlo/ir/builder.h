@@ -98,8 +98,11 @@ class XlaBuilder {
   // Single-input reduce with a cached scalar reducer (add, max, min, ...).
   XlaOp Reduce(XlaOp input, XlaOp init, HloOpcode reducer_op,
                absl::Span<const int64_t> dims);
+  // `operand_precision`: one of "DEFAULT", "HIGH", "HIGHEST" per operand
+  // (empty: default); XLA:TPU multiplies f32 operands in bf16 at DEFAULT.
   XlaOp Dot(XlaOp lhs, XlaOp rhs, const DotDimensionNumbers& dnums,
-            PrimitiveType result_type = PrimitiveType::kInvalid);
+            PrimitiveType result_type = PrimitiveType::kInvalid,
+            std::vector<std::string> operand_precision = {});
   XlaOp Gather(XlaOp operand, XlaOp indices, const GatherDimensionNumbers& dnums,
                absl::Span<const int64_t> slice_sizes);
   XlaOp Scatter(XlaOp operand, XlaOp indices, XlaOp updates,

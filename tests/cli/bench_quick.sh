@@ -4,6 +4,8 @@
 # emulator on every case, the JSON output and usage errors; never timings.
 # XLA:CPU / jax.jit columns run only when TPUOFF_XLA_PYTHON names the pinned
 # venv's python (tools/xla_check/setup_venv.sh); otherwise they read "-".
+# The XLA CPU plugin column is checked when TPUOFF_PJRT_CPU=1 (a build with
+# the PJRT backend and its plugin).
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
 
@@ -17,7 +19,7 @@ fi
 run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" && {
   expect_in "$WORK/out" "shape B=1 T=64 V=8192" "quick shape in the header"
   expect_in "$WORK/out" "streaming bandwidth read" "bandwidth in the header"
-  expect_in "$WORK/out" "| case | dtype | emulator | XLA:CPU | jax.jit | floor | bound |" \
+  expect_in "$WORK/out" "| case | dtype | emulator | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound |" \
     "table header"
   for c in "grpo_tiled fwd_bwd" "grpo_reference fwd_bwd" "entropy_tiled fwd" \
       "grpo_tiled fwd_bwd vocab/8"; do
@@ -40,7 +42,7 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
     grep -q "| error |" "$WORK/out" && fail "an XLA/JAX side failed: $(cat "$WORK/err")"
   fi
   python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON malformed"
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 assert len(d["cases"]) == 10, len(d["cases"])
 for c in d["cases"]:
@@ -52,6 +54,9 @@ for c in d["cases"]:
     assert (c["floor_check"] is None) if fused else (c["floor_check"] <= 1), c
     assert (c["bound_s"] == 0) if fused else (c["bound_s"] > 0), c
     assert (c["host_io_s"] > 0) == ("vocab/" in c["case"]), c
+    if os.environ.get("TPUOFF_PJRT_CPU") == "1":
+        assert c["pjrt"]["median_s"] > 0 and c["pjrt"]["compile_s"] > 0, c
+        assert c["pjrt"]["error"] == "", c
 PY
   pass "quick bench"
 }

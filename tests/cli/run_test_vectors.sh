@@ -8,8 +8,11 @@
 # reference over the batch), or for cases with a hidden size H the fused
 # LM-head kernel (unsharded, vocab over 3, batch), and every output .npy is
 # checked against expected_<name>.npy with the case's tolerance.
+# Extra `run` flags come from $TPUOFF_RUN_FLAGS (e.g. --backend=pjrt: the same
+# vectors on the XLA CPU plugin).
 #   run_test_vectors.sh TPUOFF SRC [CASES_DIR]
 TPUOFF=$1 SRC=$2
+read -r -a RUN_FLAGS <<< "${TPUOFF_RUN_FLAGS:-}"
 source "$SRC/tests/cli/data/helpers.bash"
 CASES="${3:-$SRC/tests/testdata/grpo}"
 if ! ls "$CASES"/*/case.json >/dev/null 2>&1; then
@@ -88,7 +91,8 @@ if bad:
 PY
 }
 
-for dir in "$CASES"/*/; do
+for dir in "$CASES"/*/ "$CASES"_fused/*/; do
+  [[ -f $dir/case.json ]] || continue
   n=$(basename "$dir")
   mapfile -t lines < <(case_flags "$dir")
   flags=("${lines[@]:0:${#lines[@]}-1}")
@@ -98,7 +102,8 @@ for dir in "$CASES"/*/; do
     extra=()
     [[ -n $shard ]] && extra=(--shard="$shard" --mesh="$mesh")
     out="$WORK/$n-${run//:/-}"
-    run_cmd 0 "$n/$run" -- run --kernel=$kernel "${flags[@]}" "${extra[@]}" --inputs="$dir" \
+    run_cmd 0 "$n/$run" -- run --kernel=$kernel "${flags[@]}" "${extra[@]}" "${RUN_FLAGS[@]}" \
+      --inputs="$dir" \
       --outputs="$out" || continue
     if msg=$(compare_outputs "$dir" "$out"); then
       pass "$n/$run"

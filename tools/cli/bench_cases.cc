@@ -17,6 +17,7 @@
 #include "hlo/ir/status_macros.h"
 #include "kernels/build_kernel.h"
 #include "nlohmann/json.hpp"
+#include "runtime/pjrt/pjrt_backend.h"
 #include "runtime/emulator/executor.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/device/sharding_io.h"
@@ -65,6 +66,36 @@ absl::Status TimeIt(const BenchSettings& s, Timing* t, F&& fn) {
     t->cpu_median = Median(t->cpu_samples);
   }
   return absl::OkStatus();
+}
+
+// The module on the XLA CPU plugin: every run compiles (its compile time
+// recorded apart) and times transfers + execution. A failure lands in
+// t->error.
+void TimePjrt(const hlo::HloModule& module, bool partitioned,
+              const std::vector<std::vector<Literal>>& per_device,
+              absl::Span<const Literal> args, const BenchSettings& s, Timing* t) {
+  runtime::pjrt::ExecuteOptions o;
+  o.plugin_path = s.pjrt_plugin;
+  std::vector<absl::Span<const Literal>> spans;
+  if (partitioned) {
+    spans.assign(per_device.begin(), per_device.end());
+  } else {
+    spans.push_back(args);
+  }
+  std::vector<double> compile;
+  for (int i = 0; i < s.warmup + s.reps; ++i) {
+    absl::StatusOr<runtime::pjrt::ExecuteResult> r =
+        runtime::pjrt::Execute(module, absl::MakeConstSpan(spans), o);
+    if (!r.ok()) {
+      t->error = std::string(r.status().message());
+      t->samples.clear();
+      return;
+    }
+    compile.push_back(r->compile_seconds);
+    if (i >= s.warmup) t->samples.push_back(r->execute_seconds);
+  }
+  if (!t->samples.empty()) t->median = Median(t->samples);
+  if (!compile.empty()) t->compile_seconds = Median(compile);
 }
 
 std::string ShellQuote(const std::string& s) {
@@ -300,6 +331,7 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
     outputs = std::move(res->outputs);
     return absl::OkStatus();
   }));
+  if (!s.pjrt_plugin.empty()) TimePjrt(*module, partitioned, per_device, args, s, &r.pjrt);
   per_device.clear();
   if (partitioned) {
     const double t0 = Now();

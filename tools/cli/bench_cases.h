@@ -41,6 +41,9 @@ struct BenchSettings {
   std::string work_dir;       // scratch for the XLA side's module and inputs
   bool with_jax = true;       // jax.jit of the reference math
   bool with_floor = true;
+  // The XLA CPU PJRT plugin on the same module (runtime/pjrt): a plugin
+  // path; empty: no such column.
+  std::string pjrt_plugin;
 };
 
 // One timed side: median and all samples (seconds); error when it failed.
@@ -59,7 +62,9 @@ struct Timing {
 struct CaseResult {
   BenchCase bench;
   std::string dtype;  // "bf16" | "f32"
-  Timing emulator, xla, jax, floor;
+  // pjrt: the XLA CPU plugin through tpuoff's PJRT backend, in process;
+  // each sample is host->device + execution + device->host (compile apart).
+  Timing emulator, xla, jax, floor, pjrt;
   double bound_seconds = 0;  // bandwidth bound; 0: none (the fused kernel)
   // A partitioned case times the devices' programs and collectives on
   // per-device arrays, as XLA's execute_sharded is timed; splitting the

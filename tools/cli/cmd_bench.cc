@@ -21,6 +21,7 @@
 #include "runtime/device/device.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
+#include "runtime/pjrt/pjrt_backend.h"
 #include "tools/cli/bench_cases.h"
 #include "tools/cli/bench_floor.h"
 #include "tools/cli/cli_util.h"
@@ -57,6 +58,8 @@ struct BenchFlags {
   std::string xla_script;
   bool no_jax = false;
   bool no_floor = false;
+  bool no_pjrt = false;
+  std::string pjrt_plugin;
   std::string json;
   std::string work_dir;
   bool keep_work = false;
@@ -123,18 +126,20 @@ std::string Gib(int64_t bytes) { return runtime::HumanBytes(bytes); }
 
 std::string Table(const std::vector<CaseResult>& results) {
   std::string out =
-      "| case | dtype | emulator | XLA:CPU | jax.jit | floor | bound | emu/XLA | emu/floor "
-      "| emu/bound | host RSS peak | HBM peak | floor check |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "| case | dtype | emulator | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound | emu/XLA "
+      "| emu/plugin | emu/floor | emu/bound | host RSS peak | HBM peak | floor check |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CaseResult& r : results) {
     std::string check = "-";
     if (r.floor_check) {
       check = *r.floor_check <= 1 ? "ok" : absl::StrFormat("MISMATCH %.3g", *r.floor_check);
     }
     absl::StrAppend(&out, "| ", r.bench.name, " | ", r.dtype, " | ", Seconds(r.emulator), " | ",
-                    Seconds(r.xla), " | ", Seconds(r.jax), " | ", Seconds(r.floor), " | ",
+                    Seconds(r.xla), " | ", Seconds(r.pjrt), " | ", Seconds(r.jax), " | ",
+                    Seconds(r.floor), " | ",
                     r.bound_seconds > 0 ? SecondsText(r.bound_seconds) : "-", " | ",
                     Ratio(r.emulator.median, r.xla.median), " | ",
+                    Ratio(r.emulator.median, r.pjrt.median), " | ",
                     Ratio(r.emulator.median, r.floor.median), " | ",
                     Ratio(r.emulator.median, r.bound_seconds), " | ", Gib(r.rss_peak_bytes),
                     " | ", Gib(r.hbm_peak_bytes), " | ", check, " |\n");
@@ -162,6 +167,7 @@ std::string Json(const std::vector<CaseResult>& results, const std::string& head
                      {"dtype", r.dtype},
                      {"emulator", JsonTiming(r.emulator)},
                      {"xla", JsonTiming(r.xla)},
+                     {"pjrt", JsonTiming(r.pjrt)},
                      {"jax", JsonTiming(r.jax)},
                      {"floor", JsonTiming(r.floor)},
                      {"bound_s", r.bound_seconds},
@@ -240,6 +246,10 @@ int BenchMain(const std::vector<std::string>& args) {
       "    --xla-python or $TPUOFF_XLA_PYTHON, e.g. the path\n"
       "    tools/xla_check/setup_venv.sh prints), after the emulator's side has\n"
       "    released its memory, one Python process per side;\n"
+      "  the XLA CPU PJRT plugin running the same module through tpuoff's PJRT\n"
+      "    backend, in process (transfers + execution; compile timed apart;\n"
+      "    --pjrt-plugin, default the plugin found at build time; none without\n"
+      "    the PJRT backend);\n"
       "  a hand-fused C++ floor: one streaming forward and one backward pass with\n"
       "    vectorised exp (tools/cli/bench_floor.cc), checked against the\n"
       "    emulator's outputs;\n"
@@ -278,6 +288,11 @@ int BenchMain(const std::vector<std::string>& args) {
                   "bench_xla.py (default: found from the binary's location)", "PATH");
   flags.AddBool("no-jax", &f.no_jax, "skip jax.jit of the reference math");
   flags.AddBool("no-floor", &f.no_floor, "skip the hand-fused floor");
+  flags.AddString("pjrt-plugin", &f.pjrt_plugin,
+                  "XLA CPU PJRT plugin for the plugin column (empty = the one found at "
+                  "build time; none without the PJRT backend)",
+                  "PATH");
+  flags.AddBool("no-pjrt", &f.no_pjrt, "skip the XLA CPU plugin column");
   flags.AddString("json", &f.json, "also write the results as JSON here", "FILE");
   flags.AddString("work-dir", &f.work_dir,
                   "scratch for the XLA side's modules and inputs (default: a new "
@@ -365,6 +380,10 @@ int BenchMain(const std::vector<std::string>& args) {
   s.xla_script = f.xla_script.empty() ? DefaultXlaScript() : f.xla_script;
   s.with_jax = !f.no_jax;
   s.with_floor = !f.no_floor;
+  if (!f.no_pjrt && runtime::pjrt::Available()) {
+    s.pjrt_plugin =
+        f.pjrt_plugin.empty() ? runtime::pjrt::DefaultCpuPluginPath() : f.pjrt_plugin;
+  }
   if (!s.xla_python.empty() && s.xla_script.empty()) {
     return ReportUsageError(kCmd, "cannot find tools/xla_check/bench_xla.py: give --xla-script");
   }
@@ -430,6 +449,7 @@ int BenchMain(const std::vector<std::string>& args) {
           continue;
         }
         report(*r, r->floor, "floor");
+        report(*r, r->pjrt, "XLA CPU plugin");
         if (r->floor_check && !(*r->floor_check <= 1)) failed = true;
         std::string floor_text = "no floor for this case";
         if (r->floor.cpu_median) {

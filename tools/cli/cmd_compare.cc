@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "hlo/spmd/sharding_util.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
+#include "tools/io/backend_run.h"
 #include "tools/io/file_util.h"
 #include "tools/io/host_budget.h"
 #include "tools/io/input_loader.h"
@@ -44,6 +47,8 @@ struct CompareFlags {
   double hbm_gib = 32.0;
   std::string perturb;  // OUTPUT:INDEX (testing)
   RunLimitFlags limits;
+  std::string backends;  // "A,B": backend A vs backend B on one module
+  std::string pjrt_plugin;
 };
 
 // How one output compares: tolerance |got − ref| <= atol + rtol·|ref|.
@@ -107,19 +112,22 @@ int CompareMain(const std::vector<std::string>& args) {
   f.shard.shard = "";
   FlagSet flags(
       std::string(kCmd),
-      "--kernel=NAME [kernel flags] --shard=batch|vocab [--mesh=N] "
-      "[--seed=N | --inputs=DIR] [flags]",
+      "--kernel=NAME [kernel flags] (--shard=batch|vocab [--mesh=N] | "
+      "--backends=A,B [--shard=none|batch|vocab]) [--seed=N | --inputs=DIR] [flags]",
       "Builds the kernel unsharded and as a shard_map over --mesh simulated v6e\n"
       "devices (--shard: split the batch or the vocab), runs both on identical\n"
       "global inputs (DIR/<parameter>.npy, or deterministic random ones from\n"
       "--seed), and prints per output the max abs and max relative difference\n"
       "and the worst element, and per device the peak HBM beside the\n"
-      "unsharded peak. Tolerance: |sharded - unsharded| <= atol + rtol*|unsharded|\n"
+      "unsharded peak. --backends=emulator,pjrt instead runs one module (the\n"
+      "kernel, sharded by --shard when given) on the two backends and compares\n"
+      "B against A (--pjrt-plugin: the PJRT plugin, default the XLA CPU plugin).\n"
+      "Tolerance: |sharded - unsharded| <= atol + rtol*|unsharded|\n"
       "elementwise; defaults f32 atol 1e-5 rtol 1e-4, bf16 logits atol 2e-3\n"
       "rtol 2e-2.\n"
       "Exit codes: 0 within tolerance, 1 beyond it (or a failed run), 2 usage error.");
   RegisterKernelFlags(flags, &f.kernel);
-  RegisterShardFlags(flags, &f.shard, {.with_none = false, .with_global_form = false});
+  RegisterShardFlags(flags, &f.shard, {.with_none = true, .with_global_form = false});
   flags.AddInt64("seed", &f.seed, "seed of the random inputs");
   flags.AddString("inputs", &f.inputs, "directory of global <parameter>.npy inputs", "DIR");
   flags.AddOptionalDouble("atol", &f.atol, "absolute tolerance (none = by logits dtype)");
@@ -131,10 +139,31 @@ int CompareMain(const std::vector<std::string>& args) {
                   "testing: add 1 to element INDEX (linear) of the sharded OUTPUT "
                   "before comparing",
                   "OUTPUT:INDEX");
+  flags.AddString("backends", &f.backends,
+                  "compare two backends on one module instead: A,B with A, B in "
+                  "{emulator, pjrt}",
+                  "A,B");
+  flags.AddString("pjrt-plugin", &f.pjrt_plugin,
+                  "PJRT plugin of --backends (empty = the XLA CPU plugin found at build time)",
+                  "PATH");
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
   if (!flags.WasSet("kernel")) return ReportUsageError(kCmd, "--kernel=NAME is required");
-  if (!flags.WasSet("shard")) {
+  std::vector<Backend> backends;
+  if (flags.WasSet("backends")) {
+    for (absl::string_view name : absl::StrSplit(f.backends, ',')) {
+      absl::StatusOr<Backend> b = ParseBackend(name);
+      if (!b.ok()) return ReportUsageError(kCmd, absl::StrCat("--backends: ", b.status().message()));
+      backends.push_back(*b);
+    }
+    if (backends.size() != 2) {
+      return ReportUsageError(kCmd, absl::StrCat("--backends wants two backends A,B, got '",
+                                                 f.backends, "'"));
+    }
+    if (!flags.WasSet("shard")) f.shard.shard = "none";
+  } else if (flags.WasSet("pjrt-plugin")) {
+    return ReportUsageError(kCmd, "--pjrt-plugin needs --backends");
+  } else if (!flags.WasSet("shard") || f.shard.shard == "none") {
     return ReportUsageError(kCmd, "--shard=batch or --shard=vocab is required");
   }
   if (absl::Status s = CheckKernelFlagUsage(flags, &f.kernel); !s.ok()) {
@@ -178,10 +207,13 @@ int CompareMain(const std::vector<std::string>& args) {
   if (!unsharded.ok()) return ReportFailure(kCmd, unsharded.status());
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> sharded = BuildShardedModule(f.kernel, f.shard);
   if (!sharded.ok()) return ReportFailure(kCmd, sharded.status());
-  absl::StatusOr<hlo::PartitionedSignature> sig =
-      f.shard.mesh > 1 ? hlo::GetPartitionedSignature(**sharded)
-                       : absl::StatusOr<hlo::PartitionedSignature>();
-  if (f.shard.mesh > 1 && !sig.ok()) return ReportFailure(kCmd, sig.status());
+  const bool partitioned = hlo::IsPartitionedModule(**sharded);
+  std::optional<hlo::PartitionedSignature> sig;
+  if (partitioned) {
+    absl::StatusOr<hlo::PartitionedSignature> s = hlo::GetPartitionedSignature(**sharded);
+    if (!s.ok()) return ReportFailure(kCmd, s.status());
+    sig = *std::move(s);
+  }
 
   // Identical global inputs for both.
   const hlo::HloComputation& params = *(*unsharded)->entry();
@@ -222,32 +254,45 @@ int CompareMain(const std::vector<std::string>& args) {
     }
   }
 
-  runtime::RunOptions options;
-  options.num_threads = static_cast<int>(f.threads);
-  options.hbm_capacity_bytes =
+  BackendOptions options;
+  options.pjrt_plugin = f.pjrt_plugin;
+  options.emulator.num_threads = static_cast<int>(f.threads);
+  options.emulator.hbm_capacity_bytes =
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
-  options.record_allocations = false;
-  ApplyRunLimits(f.limits, &options);
+  options.emulator.record_allocations = false;
+  ApplyRunLimits(f.limits, &options.emulator);
   const std::vector<std::string> names =
       OutputNames(**unsharded, (*unsharded)->OutputNames().size());
-  absl::StatusOr<runtime::RunResult> ref = runtime::RunModule(**unsharded, *inputs, options);
-  if (!ref.ok()) {
-    return ReportFailure(kCmd, absl::Status(ref.status().code(),
-                                            absl::StrCat("unsharded run: ",
-                                                         ref.status().message())));
+  // Reference and candidate: unsharded vs sharded on the emulator, or one
+  // module on backends A and B.
+  const bool by_backend = !backends.empty();
+  const std::string ref_label = by_backend ? std::string(BackendName(backends[0])) : "unsharded";
+  const std::string got_label = by_backend ? std::string(BackendName(backends[1])) : "sharded";
+  std::vector<std::vector<hlo::Literal>> global_args;
+  global_args.push_back(*std::move(inputs));
+  options.backend = by_backend ? backends[0] : Backend::kEmulator;
+  absl::StatusOr<BackendResult> ref_run =
+      by_backend ? RunOnBackend(**sharded, sig, global_args, options, names)
+                 : RunOnBackend(**unsharded, std::nullopt, global_args, options, names);
+  if (!ref_run.ok()) {
+    return ReportFailure(kCmd, absl::Status(ref_run.status().code(),
+                                            absl::StrCat(ref_label, " run: ",
+                                                         ref_run.status().message())));
   }
-  absl::StatusOr<runtime::RunResult> got =
-      f.shard.mesh > 1 ? RunPartitioned(**sharded, *sig, *inputs, options, names)
-                       : runtime::RunModule(**sharded, *inputs, options);
-  if (!got.ok()) {
-    return ReportFailure(kCmd, absl::Status(got.status().code(),
-                                            absl::StrCat("sharded run: ",
-                                                         got.status().message())));
+  options.backend = by_backend ? backends[1] : Backend::kEmulator;
+  absl::StatusOr<BackendResult> got_run =
+      RunOnBackend(**sharded, sig, global_args, options, names);
+  if (!got_run.ok()) {
+    return ReportFailure(kCmd, absl::Status(got_run.status().code(),
+                                            absl::StrCat(got_label, " run: ",
+                                                         got_run.status().message())));
   }
+  runtime::RunResult* ref = &ref_run->run;
+  runtime::RunResult* got = &got_run->run;
   if (got->outputs.size() != ref->outputs.size() || names.size() != ref->outputs.size()) {
     return ReportFailure(kCmd, absl::InternalError(absl::StrCat(
-                                   "sharded run returned ", got->outputs.size(),
-                                   " outputs, unsharded ", ref->outputs.size())));
+                                   got_label, " run returned ", got->outputs.size(),
+                                   " outputs, ", ref_label, " ", ref->outputs.size())));
   }
   if (!perturb_name.empty()) {
     bool done = false;
@@ -269,11 +314,22 @@ int CompareMain(const std::vector<std::string>& args) {
   const double atol = f.atol.value_or(bf16 ? 2e-3 : 1e-5);
   const double rtol = f.rtol.value_or(bf16 ? 2e-2 : 1e-4);
   const int64_t n = f.shard.mesh;
-  std::string report = absl::StrCat(
-      "compare ", f.kernel.kernel, " ", f.kernel.mode, " B=", f.kernel.batch,
-      " T=", f.kernel.seq, " V=", f.kernel.vocab, " ", f.kernel.logits_dtype, ": unsharded vs ",
-      f.shard.shard, "-sharded over ", n, n == 1 ? " device" : " devices");
-  if (f.shard.shard == "vocab") {
+  std::string report = absl::StrCat("compare ", f.kernel.kernel, " ", f.kernel.mode,
+                                    " B=", f.kernel.batch, " T=", f.kernel.seq, " V=",
+                                    f.kernel.vocab, " ", f.kernel.logits_dtype, ": ");
+  if (by_backend) {
+    absl::StrAppend(&report, ref_label, " vs ", got_label, " on the ");
+  } else {
+    absl::StrAppend(&report, "unsharded vs ");
+  }
+  if (f.shard.shard == "none") {
+    absl::StrAppend(&report, "unsharded module");
+  } else {
+    absl::StrAppend(&report, f.shard.shard, "-sharded", by_backend ? " module" : "", " over ",
+                    n, n == 1 ? " device" : " devices");
+  }
+  if (f.shard.shard == "none") {
+  } else if (f.shard.shard == "vocab") {
     absl::StrAppend(&report, " (", hlo::ShardSize(f.kernel.vocab, n), " vocab columns each)");
   } else {
     const int64_t per_device = f.kernel.batch / n;
@@ -283,8 +339,8 @@ int CompareMain(const std::vector<std::string>& args) {
   absl::StrAppend(&report, ", inputs: ",
                   f.inputs.empty() ? absl::StrCat("random, seed ", f.seed) : f.inputs, "\n");
   absl::StrAppend(&report,
-                  absl::StrFormat("tolerance: |sharded - unsharded| <= %g + %g * |unsharded|\n",
-                                  atol, rtol));
+                  absl::StrFormat("tolerance: |%s - %s| <= %g + %g * |%s|\n", got_label,
+                                  ref_label, atol, rtol, ref_label));
   absl::StrAppend(&report, absl::StrFormat("%-16s %-20s %-13s %-13s %-16s %s\n", "output",
                                            "shape", "max_abs_diff", "max_rel_diff",
                                            "worst_index", "result"));
@@ -293,8 +349,9 @@ int CompareMain(const std::vector<std::string>& args) {
     const hlo::Literal& r = ref->outputs[i];
     const hlo::Literal& g = got->outputs[i];
     if (!g.shape().Compatible(r.shape())) {
-      failures.push_back(absl::StrCat(names[i], ": sharded shape ", g.shape().ToString(),
-                                      " vs unsharded ", r.shape().ToString()));
+      failures.push_back(absl::StrCat(names[i], ": ", got_label, " shape ",
+                                      g.shape().ToString(), " vs ", ref_label, " ",
+                                      r.shape().ToString()));
       continue;
     }
     const OutputDiff d = Diff(g, r, atol, rtol);
@@ -305,16 +362,23 @@ int CompareMain(const std::vector<std::string>& args) {
                                     d.violations == 0 ? "ok" : "MISMATCH"));
     if (d.violations > 0) {
       failures.push_back(absl::StrFormat(
-          "%s: %d of %d elements beyond tolerance; worst %s: sharded %.9g vs unsharded %.9g "
+          "%s: %d of %d elements beyond tolerance; worst %s: %s %.9g vs %s %.9g "
           "(|diff| %.3g > %.3g)",
-          names[i], d.violations, r.num_elements(), where, g.GetAsDouble(d.worst),
+          names[i], d.violations, r.num_elements(), where, got_label, g.GetAsDouble(d.worst),
+          ref_label,
           r.GetAsDouble(d.worst), std::fabs(g.GetAsDouble(d.worst) - r.GetAsDouble(d.worst)),
           atol + rtol * std::fabs(r.GetAsDouble(d.worst))));
     }
   }
   const int64_t ref_peak = ref->devices.empty() ? 0 : ref->devices[0].stats.peak_bytes;
-  absl::StrAppend(&report, "peak HBM: unsharded ", Bytes(ref_peak), " on one device\n");
-  for (const runtime::DeviceReport& dev : got->devices) {
+  if (by_backend) {
+    absl::StrAppend(&report, ref_label, " run: ", ref_run->summary, "\n", got_label,
+                    " run: ", got_run->summary, "\n");
+  } else {
+    absl::StrAppend(&report, "peak HBM: unsharded ", Bytes(ref_peak), " on one device\n");
+  }
+  for (const runtime::DeviceReport& dev : by_backend ? std::vector<runtime::DeviceReport>{}
+                                                     : got->devices) {
     absl::StrAppend(&report, absl::StrFormat(
                                  "  device %d %s: %s sharded vs %s unsharded (%.3fx)\n",
                                  dev.device_id, dev.name, Bytes(dev.stats.peak_bytes),
@@ -323,8 +387,8 @@ int CompareMain(const std::vector<std::string>& args) {
                                                     static_cast<double>(ref_peak)
                                               : 0.0));
   }
-  absl::StrAppend(&report, absl::StrFormat("wall time: unsharded %.3f s, sharded %.3f s\n",
-                                           ref->wall_seconds, got->wall_seconds));
+  absl::StrAppend(&report, absl::StrFormat("wall time: %s %.3f s, %s %.3f s\n", ref_label,
+                                           ref->wall_seconds, got_label, got->wall_seconds));
   if (failures.empty()) {
     absl::StrAppend(&report, "PASS: ", names.size(), " outputs within tolerance\n");
   } else {

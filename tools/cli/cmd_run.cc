@@ -15,6 +15,7 @@
 #include "hlo/ir/status_macros.h"
 #include "runtime/emulator/executor.h"
 #include "tools/cli/cli_util.h"
+#include "tools/io/backend_run.h"
 #include "tools/io/file_util.h"
 #include "tools/io/host_budget.h"
 #include "tools/io/input_loader.h"
@@ -45,6 +46,8 @@ struct RunFlags {
   RunLimitFlags limits;
   std::string input_format = "auto";
   std::string bf16_outputs = "f32";
+  std::string backend = "emulator";
+  std::string pjrt_plugin;
   KernelFlags kernel;
   ShardFlags shard;
 };
@@ -96,7 +99,10 @@ int RunMain(const std::vector<std::string>& args) {
       "(MODULE_FILE | --kernel=NAME [kernel flags]) "
       "(--inputs=DIR | --random-inputs [--seed=N]) [flags]",
       "Runs the module's entry computation on the host emulator of TPU v6e\n"
-      "devices (one device, or num_partitions devices for an SPMD module).\n"
+      "devices (one device, or num_partitions devices for an SPMD module), or\n"
+      "with --backend=pjrt on the devices of a PJRT plugin (default: the XLA\n"
+      "CPU plugin this tpuoff was built with; an SPMD module runs as is on\n"
+      "num_partitions devices, XLA does not partition it again).\n"
       "Inputs: DIR/<parameter name>.npy per entry parameter, or deterministic\n"
       "random values from --seed. A partitioned module (num_partitions > 1,\n"
       "sharding= on every parameter and the root, e.g. --shard=batch|vocab)\n"
@@ -131,6 +137,12 @@ int RunMain(const std::vector<std::string>& args) {
   flags.AddEnum("bf16-outputs", &f.bf16_outputs, {"f32", "bf16"},
                 "write bf16 outputs as float32 (exact) or as ml_dtypes bfloat16");
   RegisterRunLimitFlags(flags, &f.limits);
+  flags.AddEnum("backend", &f.backend, {"emulator", "pjrt"},
+                "where to run: the host emulator or a PJRT plugin");
+  flags.AddString("pjrt-plugin", &f.pjrt_plugin,
+                  "PJRT plugin for --backend=pjrt (empty = the XLA CPU plugin found at "
+                  "build time)",
+                  "PATH");
   flags.AddEnum("input-format", &f.input_format,
                 {"auto", "text", "proto", "json"},
                 "format of MODULE_FILE (auto = detect)");
@@ -180,6 +192,18 @@ int RunMain(const std::vector<std::string>& args) {
   if (!f.outputs.empty()) {
     if (absl::Status s = CheckOutputDirectory(f.outputs, {.overwrite = f.overwrite}); !s.ok()) {
       return ReportFailure(kCmd, s);
+    }
+  }
+  const Backend backend = *ParseBackend(f.backend);
+  if (backend != Backend::kPjrt && flags.WasSet("pjrt-plugin")) {
+    return ReportUsageError(kCmd, "--pjrt-plugin needs --backend=pjrt");
+  }
+  if (backend == Backend::kPjrt) {
+    for (const char* name : {"trace", "hbm-gib", "threads", "max-loop-iterations", "collective-timeout"}) {
+      if (flags.WasSet(name)) {
+        return ReportUsageError(
+            kCmd, absl::StrCat("--", name, " applies to the emulator, not --backend=pjrt"));
+      }
     }
   }
 
@@ -251,20 +275,21 @@ int RunMain(const std::vector<std::string>& args) {
     }
   }
 
-  runtime::RunOptions options;
-  options.num_threads = static_cast<int>(f.threads);
-  ApplyRunLimits(f.limits, &options);
-  options.hbm_capacity_bytes = std::max<int64_t>(
+  BackendOptions options;
+  options.backend = backend;
+  options.pjrt_plugin = f.pjrt_plugin;
+  options.emulator.num_threads = static_cast<int>(f.threads);
+  options.emulator.hbm_capacity_bytes = std::max<int64_t>(
+  ApplyRunLimits(f.limits, &options.emulator);
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
-  options.record_trace = !f.trace.empty();
-  options.record_allocations = false;
-  absl::StatusOr<runtime::RunResult> result =
-      partitioned
-          ? RunPartitioned(m, *signature, (*arguments)[0], options,
-                           OutputNames(m, signature->global_outputs.size()))
-          : num_devices == 1 ? runtime::RunModule(m, (*arguments)[0], options)
-                             : runtime::RunSpmd(m, *arguments, options);
-  if (!result.ok()) return ReportFailure(kCmd, result.status());
+  options.emulator.record_trace = !f.trace.empty();
+  options.emulator.record_allocations = false;
+  absl::StatusOr<BackendResult> ran =
+      RunOnBackend(m, signature, *arguments, options,
+                   partitioned ? OutputNames(m, signature->global_outputs.size())
+                               : std::vector<std::string>{});
+  if (!ran.ok()) return ReportFailure(kCmd, ran.status());
+  runtime::RunResult* result = &ran->run;
 
   // Name and summarise every output (per device unless reassembled).
   const int64_t output_sets = partitioned ? 1 : num_devices;
@@ -295,6 +320,7 @@ int RunMain(const std::vector<std::string>& args) {
                     runtime::HumanBytes(dev.stats.peak_bytes), " of ",
                     runtime::HumanBytes(dev.hbm_capacity_bytes), ")\n");
   }
+  if (backend == Backend::kPjrt) absl::StrAppend(&report, ran->summary, "\n");
   absl::StrAppend(&report, absl::StrFormat("wall time: %.6f s\n",
                                            result->wall_seconds));
 

@@ -18,11 +18,13 @@ namespace tpuoff::tools {
   X("dump", DumpMain,                                                        \
     "convert an HLO module (text/proto/json) or generate a GRPO kernel")     \
   X("run", RunMain,                                                          \
-    "execute a module on the host emulator; write outputs as .npy")    \
+    "execute a module on the emulator or a PJRT plugin; outputs as .npy")    \
   X("compare", CompareMain,                                                  \
     "run a kernel unsharded and batch/vocab-sharded; diff outputs, HBM")     \
   X("memory", MemoryMain,                                                    \
     "static per-device HBM peaks, buffers live at the peak, TPU padding")     \
+  X("compile", CompileMain,                                                  \
+    "compile-only for a TPU topology (libtpu); XLA:TPU memory vs tpuoff's")   \
   X("bench", BenchMain,                                                      \
     "time the emulator against XLA:CPU, a hand-fused floor and bandwidth")
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it on a fresh machine:
 #   1. Debian packages, the pinned jax venv of the XLA conformance harness
-#      (tools/xla_check/setup_venv.sh) and the pinned numpy venv of the float64
-#      reference (tools/reference/setup_venv.sh): cached between runs, fail loudly;
-#   2. release build + every ctest test, the XLA conformance and the reference's
-#      tests included (report: build/xla_conformance.md);
+#      (tools/xla_check/setup_venv.sh), the pinned numpy venv of the float64
+#      reference (tools/reference/setup_venv.sh) and the pinned PJRT plugins
+#      (XLA CPU plugin + libtpu, tools/pjrt/setup_plugins.sh): cached between
+#      runs, fail loudly;
+#   2. release build + every ctest test, the XLA conformance, the reference's
+#      and the PJRT tests included (every kernel on the CPU plugin against the
+#      emulator and the vectors; every kernel compiled for TPU v6e:2x4 with
+#      libtpu, offline; report: build/xla_conformance.md);
 #   3. a clang AddressSanitizer + UndefinedBehaviorSanitizer build: every
 #      ctest test again (no XLA tests), then a bounded smoke run of each
 #      libFuzzer target.
@@ -27,9 +31,14 @@ stage "reference venv"
 REF_PYTHON="$(bash tools/reference/setup_venv.sh | tail -n 1)"
 echo "reference python: $REF_PYTHON"
 
+stage "PJRT plugins venv"
+PJRT_PLUGINS="$(bash tools/pjrt/setup_plugins.sh | tail -n 1)"
+echo "pjrt plugins: $PJRT_PLUGINS"
+
 stage "release build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DTPUOFF_XLA_PYTHON="$XLA_PYTHON" -DTPUOFF_REF_PYTHON="$REF_PYTHON" >/dev/null
+      -DTPUOFF_XLA_PYTHON="$XLA_PYTHON" -DTPUOFF_REF_PYTHON="$REF_PYTHON" \
+      -DTPUOFF_PJRT_PLUGINS="$PJRT_PLUGINS" >/dev/null
 ninja -C build -j"$JOBS"
 
 stage "release tests"
@@ -38,7 +47,7 @@ ctest --test-dir build -j"$JOBS" --output-on-failure --timeout 900
 stage "sanitizer build (clang, ASan+UBSan, fuzz targets)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_COMPILER=clang++ -DTPUOFF_SANITIZE=ON -DTPUOFF_FUZZ=ON \
-      -DTPUOFF_XLA_PYTHON="" -DTPUOFF_REF_PYTHON="" >/dev/null
+      -DTPUOFF_XLA_PYTHON="" -DTPUOFF_REF_PYTHON="" -DTPUOFF_PJRT_PLUGINS="$PJRT_PLUGINS" >/dev/null
 ninja -C build-asan -j"$JOBS"
 
 stage "sanitizer tests"
