@@ -1,9 +1,10 @@
 """tpuoff core API: kernel_hlo, load/signature, run, memory, errors."""
 import json
-import shutil
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +14,8 @@ import tpuoff
 import vectors
 
 SMALL = dict(batch=2, seq=4, vocab=100, block_size=32)
+# `pip install .` installs the tpuoff CLI beside the interpreter.
+CLI = str(Path(sys.executable).parent / "tpuoff")
 
 
 def small_inputs(seed=0, b=2, t=4, v=100, dtype=np.float32):
@@ -39,9 +42,7 @@ def test_kernel_hlo_text_matches_the_cli():
     text = tpuoff.kernel_hlo("grpo_tiled", mode="fwd_bwd", logits_dtype="bf16", eps_high=0.28,
                              delta=1.5, **SMALL)
     assert text.startswith("HloModule grpo_tiled_fwd_bwd")
-    cli = shutil.which("tpuoff")
-    assert cli, "pip install . puts the tpuoff CLI on PATH"
-    dumped = subprocess.run([cli, "dump", "--kernel=grpo_tiled", "--mode=fwd_bwd",
+    dumped = subprocess.run([CLI, "dump", "--kernel=grpo_tiled", "--mode=fwd_bwd",
                              "--logits-dtype=bf16", "--eps-high=0.28", "--delta=1.5",
                              "--batch=2", "--seq=4", "--vocab=100", "--block-size=32"],
                             check=True, capture_output=True, text=True).stdout
@@ -65,7 +66,7 @@ def test_kernel_hlo_every_cli_flag_is_a_keyword():
               "token_count_input", "on_policy", "block_size", "hidden", "token_chunk", "mesh",
               "shard"):
         assert n in names
-    help_text = subprocess.run([shutil.which("tpuoff"), "dump", "--help"], check=True,
+    help_text = subprocess.run([CLI, "dump", "--help"], check=True,
                                capture_output=True, text=True).stdout
     for n in names:
         assert f"--{n.replace('_', '-')}" in help_text
@@ -283,7 +284,7 @@ def test_load_from_path(tmp_path):
 def test_memory_is_the_cli_json(flags):
     ours = tpuoff.memory(tpuoff.kernel_hlo(**flags))
     args = [f"--{k.replace('_', '-')}={v}" for k, v in flags.items()]
-    cli = json.loads(subprocess.run([shutil.which("tpuoff"), "memory", "--json", *args],
+    cli = json.loads(subprocess.run([CLI, "memory", "--json", *args],
                                     check=True, capture_output=True, text=True).stdout)
     assert ours == cli
     assert ours["groups"][0]["peak_bytes"] > 0
