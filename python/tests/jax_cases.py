@@ -38,7 +38,20 @@ def loss_fn(case: vectors.Case, **kwargs):
     return f
 
 
+_RESULTS: dict = {}
+
+
 def value_and_grad(case: vectors.Case, dtype: str, **kwargs):
+    """jit(value_and_grad(grpo_loss)) on the case; memoised by (case id, dtype,
+    options) so the sharded tests compare against the unsharded run of the
+    vector tests without compiling it again."""
+    key = (case.id, dtype, tuple(sorted(kwargs.items())))
+    if key not in _RESULTS:
+        _RESULTS[key] = _value_and_grad(case, dtype, **kwargs)
+    return _RESULTS[key]
+
+
+def _value_and_grad(case: vectors.Case, dtype: str, **kwargs):
     f = loss_fn(case, **kwargs)
     g = jax.jit(jax.value_and_grad(f, has_aux=True))
     (loss, aux), dlogits = g(logits_array(case, dtype), case.inputs["chosen_ids"],
@@ -59,7 +72,15 @@ def check_against_expected(case: vectors.Case, loss, aux, dlogits, atol=None, rt
 
 
 def jax_math(case: vectors.Case, logits_f32):
-    """value_and_grad of the JAX-written math (tools/xla_check/jax_grpo.py) in f32."""
+    """value_and_grad of the JAX-written math (tools/xla_check/jax_grpo.py) in f32
+    (memoised by case id and logits bytes)."""
+    key = (case.id, np.asarray(logits_f32).tobytes())
+    if key not in _RESULTS:
+        _RESULTS[key] = _jax_math(case, logits_f32)
+    return _RESULTS[key]
+
+
+def _jax_math(case: vectors.Case, logits_f32):
     params = {("temp_mode" if k == "temperature_mode" else k): v for k, v in case.options.items()}
     if "total_valid_tokens" in case.inputs:
         params["total_valid_tokens"] = float(case.inputs["total_valid_tokens"])

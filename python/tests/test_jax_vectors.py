@@ -25,7 +25,7 @@ def ids(cases):
 
 def test_there_are_vectors():
     assert vectors.roots(), "no tests/testdata and no ../shared/testdata"
-    assert len(GRPO) >= 12 and len(FUSED) >= 3
+    assert len(GRPO) >= 12 and len(FUSED) >= 3, (len(GRPO), len(FUSED))
 
 
 def kernel_kwargs(kernel):
@@ -68,9 +68,11 @@ def test_f32_vector_in_bf16(case, kernel):
     if _v1_only(case):
         want_loss, want_aux, want_grad = jax_math(case, rounded)
     else:
-        f32_case = vectors.Case(**{**case.__dict__, "inputs": {**case.inputs, "logits": rounded}})
+        f32_case = vectors.Case(**{**case.__dict__, "id": case.id + "@bf16-rounded",
+                                   "inputs": {**case.inputs, "logits": rounded}})
         want_loss, want_aux, want_grad = value_and_grad(f32_case, "f32", kernel="grpo_reference")
-    bf16_case = vectors.Case(**{**case.__dict__, "inputs": {**case.inputs, "logits": rounded}})
+    bf16_case = vectors.Case(**{**case.__dict__, "id": case.id + "@bf16-rounded",
+                                    "inputs": {**case.inputs, "logits": rounded}})
     loss, aux, dlogits = value_and_grad(bf16_case, "bf16", **kernel_kwargs(kernel))
     assert dlogits.dtype == jnp.bfloat16
     atol, rtol = BF16_TOL

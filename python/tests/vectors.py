@@ -1,6 +1,6 @@
-"""The GRPO test vectors (testdata README: case.json, inputs, expected_*.npy):
-the repository's own tests/testdata, and ../shared/testdata when it exists
-beside the repository (parametrised only then: never skipped)."""
+"""The GRPO test vectors (tests/testdata/README.md: case.json, inputs,
+expected_*.npy): the repository's own tests/testdata; a checkout without it
+falls back to ../shared/testdata beside the repository (same layout)."""
 from __future__ import annotations
 
 import json
@@ -17,12 +17,11 @@ _AS_INPUT = ("total_valid_tokens", "total_nonempty_rows")
 
 
 def roots() -> list[tuple[str, Path]]:
-    found = []
     for label, path in (("own", REPO / "tests" / "testdata"),
                         ("shared", REPO.parent / "shared" / "testdata")):
         if path.is_dir():
-            found.append((label, path))
-    return found
+            return [(label, path)]
+    return []
 
 
 @dataclass

@@ -20,7 +20,7 @@ PY="$(bash "$ROOT/tools/scripts/pinned_venv.sh" "$ROOT/python/requirements-test.
 mkdir -p "$ROOT/build"
 t0=$(date +%s)
 log "pip install . (C++ core + extension; build dir build/python)"
-"$PY" -m pip install --disable-pip-version-check --no-input --no-build-isolation --no-deps \
+"$PY" -m pip install -v --disable-pip-version-check --no-input --no-build-isolation --no-deps \
     --force-reinstall "$ROOT" >"$ROOT/build/python-pip.log" 2>&1 \
   || { tail -n 40 "$ROOT/build/python-pip.log" >&2; die "pip install . failed (log: build/python-pip.log)"; }
 log "installed in $(( $(date +%s) - t0 ))s"
