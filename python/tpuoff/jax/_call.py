@@ -208,11 +208,14 @@ def _map_to_mesh(ctx, module: ir.Module, axes: tuple[str, ...], kernel: Kernel):
     layout = _mesh_layout(ctx, axes, kernel) if axes else None
 
     def groups_attr(attr):
-        groups = np.asarray(ir.DenseIntElementsAttr(attr)).reshape(-1)
-        width = np.asarray(ir.DenseIntElementsAttr(attr)).shape[-1]
-        groups = groups.reshape(-1, width)
-        rows = layout[2]
-        mapped = np.stack([row[g] for g in groups for row in rows])
+        # Each group of the module's devices, once per combination of the
+        # other axes' coordinates (what JAX's own axis groups are).
+        groups = np.asarray(ir.DenseIntElementsAttr(attr))
+        groups = groups.reshape(-1, groups.shape[-1])
+        if groups.min(initial=0) < 0 or groups.max(initial=0) >= kernel.num_devices:
+            raise NotImplementedError(f"tpuoff.jax: {kernel.name}: replica groups {groups.tolist()} "
+                                      f"outside its {kernel.num_devices} devices or uneven")
+        mapped = np.stack([row[g] for g in groups for row in layout[2]])
         return ir.DenseIntElementsAttr.get(np.ascontiguousarray(mapped.astype(np.int64)))
 
     def pairs_attr(attr):

@@ -61,8 +61,8 @@ def _sharding(function: str, batch_axis, vocab_axis):
             axes.append(axis)
             sizes.append(_axis_size(function, axis))
             kinds.append(kind)
-    nb = _axis_size(function, batch_axis) if batch_axis is not None else 1
-    nv = _axis_size(function, vocab_axis) if vocab_axis is not None else 1
+    nb = sizes[kinds.index("batch")] if "batch" in kinds else 1
+    nv = sizes[kinds.index("vocab")] if "vocab" in kinds else 1
     if not axes:
         return {}, (), nb, nv
     return ({"mesh": "x".join(map(str, sizes)), "shard": ",".join(kinds)},
