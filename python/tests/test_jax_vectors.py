@@ -42,7 +42,9 @@ def test_vector(case, kernel):
 
 
 BF16_CASES = [c for c in GRPO if c.dtype == "bf16"]
-F32_CASES = [c for c in GRPO if c.dtype == "f32"]
+# The bf16 re-run of f32 vectors: the v1 folder (every option of the first part
+# of the spec; the v2 vectors run in their own dtypes, bf16 ones included).
+F32_CASES = [c for c in GRPO if c.dtype == "f32" and c.path.parent.name == "grpo"]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
