@@ -27,6 +27,13 @@ class Literal {
   // bytes, released with free_fn) instead of allocating: lets a runtime hand
   // its result buffers over without copying them.
   static Literal AdoptArray(const Shape& shape, void* data, void (*free_fn)(void*));
+  // An array literal that views `data` (byte_size(shape) bytes) without
+  // owning it: the caller keeps the memory alive while the literal is used.
+  // Lets a caller hand its own arrays to a runtime as read-only arguments
+  // without copying them (the emulator never writes an argument).
+  static Literal BorrowArray(const Shape& shape, const void* data) {
+    return AdoptArray(shape, const_cast<void*>(data), nullptr);
+  }
 
   template <typename T>
   static Literal FromVector(PrimitiveType type, std::vector<int64_t> dims,

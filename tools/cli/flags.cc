@@ -106,6 +106,12 @@ bool FlagSet::WasSet(const std::string& name) const {
   return false;
 }
 
+std::vector<std::string> FlagSet::Names() const {
+  std::vector<std::string> names;
+  for (const Flag& f : flags_) names.push_back(f.name);
+  return names;
+}
+
 absl::Status FlagSet::SetValue(Flag& flag, const std::string& value) {
   const std::string where = absl::StrCat(command_, ": --", flag.name);
   switch (flag.kind) {

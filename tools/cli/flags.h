@@ -51,6 +51,8 @@ class FlagSet {
   const std::vector<std::string>& positionals() const { return positionals_; }
   // Whether the flag appeared on the command line (for "either X or Y" checks).
   bool WasSet(const std::string& name) const;
+  // Every registered flag name (without dashes), in registration order.
+  std::vector<std::string> Names() const;
 
   // The generated --help text: synopsis, description, each flag with its
   // value kind, default and meaning.

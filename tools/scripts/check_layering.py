@@ -21,6 +21,10 @@ ALLOWED = {
     "tools/io": {"hlo/ir", "hlo/text", "hlo/proto", "hlo/spmd", "hlo/analysis", "runtime/cpu",
                  "runtime/device", "runtime/emulator", "runtime/pjrt"},
 }
+# Top layers: the CLI, and the Python extension (python/src) over it; nothing
+# below may include them.
+ALLOWED["tools/cli"] = set(ALLOWED) | {"proto"}
+ALLOWED["python"] = set(ALLOWED) | {"proto"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -9,7 +9,9 @@
 #      and the PJRT tests included (every kernel on the CPU plugin against the
 #      emulator and the vectors; every kernel compiled for TPU v6e:2x4 with
 #      libtpu, offline; report: build/xla_conformance.md);
-#   3. a clang AddressSanitizer + UndefinedBehaviorSanitizer build: every
+#   3. the Python package: `pip install .` into a pinned venv, pytest
+#      python/tests (tools/scripts/python_tests.sh);
+#   4. a clang AddressSanitizer + UndefinedBehaviorSanitizer build: every
 #      ctest test again (no XLA tests), then a bounded smoke run of each
 #      libFuzzer target.
 set -euo pipefail
@@ -43,6 +45,9 @@ ninja -C build -j"$JOBS"
 
 stage "release tests"
 ctest --test-dir build -j"$JOBS" --output-on-failure --timeout 900
+
+stage "python package (pip install ., pytest)"
+bash tools/scripts/python_tests.sh
 
 stage "sanitizer build (clang, ASan+UBSan, fuzz targets)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

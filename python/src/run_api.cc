@@ -1,0 +1,192 @@
+// tpuoff.run: a module on the host emulator with NumPy arrays in and out,
+// borrowed and handed over rather than copied, the GIL released meanwhile.
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nanobind/stl/string.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "hlo/ir/computation.h"
+#include "hlo/ir/instruction.h"
+#include "hlo/spmd/sharding_util.h"
+#include "python/src/api.h"
+#include "python/src/arrays.h"
+#include "python/src/status_error.h"
+#include "runtime/emulator/executor.h"
+#include "tools/io/output_writer.h"
+#include "tools/io/partitioned_io.h"
+
+namespace nb = nanobind;
+
+namespace tpuoff::python {
+namespace {
+
+constexpr char kCommand[] = "tpuoff.run";
+
+struct Parameter {
+  std::string name;
+  hlo::Shape shape;  // global for partitioned modules
+};
+
+std::string ExpectedText(const std::vector<Parameter>& params) {
+  std::string out = "expected inputs:";
+  for (const Parameter& p : params) {
+    absl::StrAppend(&out, "\n  ", p.name, ": ", p.shape.ToString(), " (numpy ",
+                    NumpyTypeName(p.shape.element_type()), ", shape (",
+                    absl::StrJoin(p.shape.dimensions(), ", "),
+                    p.shape.rank() == 1 ? ",))" : "))");
+  }
+  return out;
+}
+
+absl::Status InputError(const std::string& message, const std::vector<Parameter>& params) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(kCommand, ": ", message, "; ", ExpectedText(params)));
+}
+
+// Borrows one array (keeping the Python object in `keep`).
+hlo::Literal Borrow(const std::string& what, nb::handle value, const hlo::Shape& shape,
+                    std::vector<InputArray>* keep) {
+  InputArray array;
+  if (!nb::try_cast(value, array, /*convert=*/false)) {
+    ThrowIfError(absl::InvalidArgumentError(absl::StrCat(
+        kCommand, ": ", what, ": expected a numpy array, got ",
+        nb::cast<std::string>(nb::str(value.type().attr("__name__"))))));
+  }
+  if (!shape.IsArray()) {
+    ThrowIfError(absl::UnimplementedError(absl::StrCat(
+        kCommand, ": ", what, ": parameters of shape ", shape.ToString(),
+        " cannot be passed from Python")));
+  }
+  hlo::Literal lit = ValueOrThrow(BorrowInput(absl::StrCat(kCommand, ": ", what), array, shape));
+  keep->push_back(std::move(array));
+  return lit;
+}
+
+}  // namespace
+
+nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib) {
+  const hlo::HloModule& m = *module.hlo;
+  if (!(hbm_gib > 0) || hbm_gib > 1e6) {
+    ThrowIfError(absl::InvalidArgumentError(
+        absl::StrCat(kCommand, ": hbm_gib must be in (0, 1e6], got ", hbm_gib)));
+  }
+  if (threads < 0 || threads > 4096) {
+    ThrowIfError(absl::InvalidArgumentError(
+        absl::StrCat(kCommand, ": threads must be in [0, 4096], got ", threads)));
+  }
+  const bool partitioned = hlo::IsPartitionedModule(m);
+  std::optional<hlo::PartitionedSignature> signature;
+  if (partitioned) signature = ValueOrThrow(hlo::GetPartitionedSignature(m));
+  const int64_t num_devices = std::max<int64_t>(m.num_partitions(), 1);
+  // Per-device programs that are not partitioned take per-device inputs.
+  const int64_t input_sets = partitioned ? 1 : num_devices;
+
+  std::vector<Parameter> params;
+  for (int64_t i = 0; i < m.entry()->num_parameters(); ++i) {
+    params.push_back({m.entry()->parameter(i)->name(),
+                      partitioned ? signature->global_parameters[i]
+                                  : m.entry()->parameter(i)->shape()});
+  }
+  for (auto [key, value] : inputs) {
+    const std::string name = nb::cast<std::string>(nb::str(key));
+    bool known = false;
+    for (const Parameter& p : params) known = known || p.name == name;
+    if (!known) ThrowIfError(InputError(absl::StrCat("unknown input '", name, "'"), params));
+  }
+
+  std::vector<InputArray> keep;
+  std::vector<std::vector<hlo::Literal>> args(input_sets);
+  for (const Parameter& p : params) {
+    if (!inputs.contains(p.name.c_str())) {
+      ThrowIfError(InputError(absl::StrCat("missing input '", p.name, "'"), params));
+    }
+    nb::object value = inputs[p.name.c_str()];
+    const bool per_device = nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value);
+    if (per_device) {
+      if (input_sets == 1) {
+        ThrowIfError(InputError(absl::StrCat("input '", p.name, "' is a list; this module ",
+                                             partitioned ? "takes global arrays"
+                                                         : "runs on one device",
+                                             ": give one array"),
+                                params));
+      }
+      if (static_cast<int64_t>(nb::len(value)) != input_sets) {
+        ThrowIfError(InputError(absl::StrCat("input '", p.name, "' lists ", nb::len(value),
+                                             " arrays for ", input_sets, " devices"),
+                                params));
+      }
+      for (int64_t d = 0; d < input_sets; ++d) {
+        args[d].push_back(Borrow(absl::StrCat("input '", p.name, "' of device ", d),
+                                 value[d], p.shape, &keep));
+      }
+    } else {
+      hlo::Literal lit = Borrow(absl::StrCat("input '", p.name, "'"), value, p.shape, &keep);
+      // Shared by every device: the others view the same memory.
+      for (int64_t d = 1; d < input_sets; ++d) {
+        args[d].push_back(hlo::Literal::BorrowArray(lit.shape(), lit.raw()));
+      }
+      args[0].push_back(std::move(lit));
+    }
+  }
+
+  runtime::RunOptions options;
+  options.num_threads = threads;
+  options.hbm_capacity_bytes =
+      std::max<int64_t>(1, static_cast<int64_t>(std::llround(hbm_gib * 1073741824.0)));
+  options.record_allocations = false;
+  const std::vector<hlo::Shape> leaves = [&] {
+    std::vector<hlo::Shape> out;
+    // Depth-first leaves, as RunResult::outputs orders them.
+    std::function<void(const hlo::Shape&)> walk = [&](const hlo::Shape& s) {
+      if (!s.IsTuple()) {
+        out.push_back(s);
+        return;
+      }
+      for (const hlo::Shape& e : s.tuple_shapes()) walk(e);
+    };
+    walk(m.entry()->root()->shape());
+    return out;
+  }();
+  const std::vector<std::string> names =
+      tools::OutputNames(m, static_cast<int64_t>(leaves.size()));
+
+  absl::StatusOr<runtime::RunResult> result;
+  {
+    nb::gil_scoped_release release;
+    result = partitioned ? tools::RunPartitioned(m, *signature, args[0], options, names)
+             : num_devices == 1 ? runtime::RunModule(m, args[0], options)
+                                : runtime::RunSpmd(m, args, options);
+  }
+  runtime::RunResult r = ValueOrThrow(std::move(result));
+
+  nb::list outputs;
+  const int64_t per_set = static_cast<int64_t>(names.size());
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const int64_t set = static_cast<int64_t>(i) / per_set;
+    const std::string& base = names[i % per_set];
+    const std::string name = input_sets == 1 ? base : absl::StrCat(base, ".device", set);
+    const std::string type = NumpyTypeName(r.outputs[i].shape().element_type());
+    outputs.append(nb::make_tuple(name, OutputArray(std::move(r.outputs[i])), type));
+  }
+  nb::list devices;
+  for (const runtime::DeviceReport& dev : r.devices) {
+    nb::dict d;
+    d["device"] = dev.device_id;
+    d["name"] = dev.name;
+    d["peak_hbm_bytes"] = dev.stats.peak_bytes;
+    d["hbm_capacity_bytes"] = dev.hbm_capacity_bytes;
+    devices.append(d);
+  }
+  nb::dict stats;
+  stats["devices"] = devices;
+  stats["wall_seconds"] = r.wall_seconds;
+  return nb::make_tuple(outputs, stats);
+}
+
+}  // namespace tpuoff::python

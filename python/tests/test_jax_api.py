@@ -1,0 +1,89 @@
+"""tpuoff.jax API behaviour: inlining, gradients, options, errors."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+import tpuoff.jax as tj
+import vectors
+from jax_cases import jax_math
+from test_jax_sharded import BY_ID, mesh
+
+CASE = BY_ID["grpo/kl_beta"]  # off-policy, beta: ref_logp
+
+
+def args(case=CASE):
+    i = case.inputs
+    return (jnp.asarray(i["logits"]), i["chosen_ids"], i["completion_mask"], i["advantages"],
+            i["old_logp"], i["ref_logp"])
+
+
+def test_inlined_into_the_callers_program():
+    f = jax.jit(lambda *a: tj.grpo_loss(*a, beta=0.04, block_size=16)[0])
+    text = f.lower(*args()).as_text()
+    assert "call @tpuoff_grpo_tiled_fwd" in text and "stablehlo.while" in text
+    assert "custom_call" not in text and "callback" not in text
+    hlo = f.lower(*args()).compile().as_text()
+    assert "custom-call" not in hlo
+
+
+def test_eager_equals_jit():
+    eager = tj.grpo_loss(*args(), beta=0.04)
+    jitted = jax.jit(lambda *a: tj.grpo_loss(*a, beta=0.04))(*args())
+    vectors.assert_close(eager[0], jitted[0], 0, 0, "loss")
+
+
+def test_gradient_is_the_vjp_of_the_loss_only():
+    z, ids_, mask, adv, old, ref = args()
+
+    def f(lg, a):
+        loss, aux = tj.grpo_loss(lg, ids_, mask, a, old, ref, beta=0.04)
+        return 3.0 * loss + jnp.sum(aux["logp"]) + jnp.sum(aux["entropy"])
+
+    gz, ga = jax.grad(f, argnums=(0, 1))(z, adv)
+    _, _, want = jax_math(CASE, np.asarray(z))
+    vectors.assert_close(gz, 3.0 * np.asarray(want), 1e-6, 1e-4, "3 * dloss")
+    assert not np.any(np.asarray(ga)), "advantages are constants of the loss"
+
+
+def test_options_reach_the_kernel():
+    z, ids_, mask, adv, old, ref = args()
+    base = tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04)[0]
+    other = tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04, temperature=0.5)[0]
+    assert float(base) != float(other)
+    n = float(np.sum(CASE.inputs["completion_mask"]))
+    scaled = tj.grpo_loss(z, ids_, mask, adv, old, ref, jnp.float32(2 * n), beta=0.04)[0]
+    vectors.assert_close(scaled, float(base) / 2, 1e-7, 1e-5, "total_valid_tokens")
+
+
+def test_errors():
+    z, ids_, mask, adv, old, ref = args()
+    with pytest.raises(TypeError, match="unexpected keyword argument.*eps_hi"):
+        tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04, eps_hi=0.3)
+    with pytest.raises(TypeError, match="sets batch itself"):
+        tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04, batch=2)
+    with pytest.raises(TypeError, match="needs input 'ref_logp'"):
+        tj.grpo_loss(z, ids_, mask, adv, old, beta=0.04)
+    with pytest.raises(ValueError, match="delta must be finite and > 1"):
+        tj.grpo_loss(z, ids_, mask, adv, old, delta=0.5)
+    with pytest.raises(TypeError, match="float32 or bfloat16"):
+        tj.grpo_loss(z.astype(jnp.float16), ids_, mask, adv, old)
+    with pytest.raises(ValueError, match="kernel must be"):
+        tj.grpo_loss(z, ids_, mask, adv, old, kernel="grpo_fused_linear")
+    with pytest.raises(ValueError, match="inside jax.shard_map"):
+        tj.grpo_loss(z, ids_, mask, adv, old, vocab_axis="model")
+    m = mesh((8,), ("model",))
+    with pytest.raises(ValueError, match="not an axis"):
+        jax.shard_map(lambda lg: tj.grpo_loss(lg, ids_, mask, adv, old, vocab_axis="vocab")[0],
+                      mesh=m, in_specs=P(None, None, "model"), out_specs=P())(
+            jnp.zeros((2, 6, 56)))
+
+
+def test_kernels_are_built_once():
+    tj.kernel.cache_clear()
+    f = jax.jit(jax.grad(lambda lg, *a: tj.grpo_loss(lg, *a, beta=0.04)[0]))
+    f(*args())
+    f(*args())
+    info = tj.kernel.cache_info()
+    assert info.misses == 2  # forward and backward module

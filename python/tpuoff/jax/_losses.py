@@ -1,0 +1,282 @@
+"""grpo_loss, grpo_fused_linear_loss and entropy: tpuoff kernels as JAX functions."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax._src import mesh as mesh_lib
+
+import tpuoff
+from tpuoff import _api
+from tpuoff.jax import _call
+
+# Options the loss functions derive from their arguments.
+_DERIVED = ("kernel", "mode", "batch", "seq", "vocab", "logits_dtype", "on_policy",
+            "token_count_input", "row_count_input", "mesh", "shard", "global_form", "hidden")
+# Run-time scalar inputs that replace a normaliser, and the flag that asks for each.
+_COUNT_INPUTS = {"total_valid_tokens": "token_count_input",
+                 "total_nonempty_rows": "row_count_input"}
+
+
+class _Spec(NamedTuple):
+    fwd: _call.Kernel
+    bwd: _call.Kernel | None
+    axes: tuple[str, ...]
+    num_diff: int  # the leading arguments that get gradients
+
+
+def _logits_dtype(function: str, dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return "f32"
+    if dtype == np.dtype(jnp.bfloat16):
+        return "bf16"
+    raise TypeError(f"{function}: logits must be float32 or bfloat16, got {dtype}")
+
+
+def _axis_size(function: str, name: str) -> int:
+    mesh = mesh_lib.get_abstract_mesh()
+    if name not in mesh.axis_names:
+        raise ValueError(f"{function}: axis {name!r} is not an axis of the enclosing "
+                         f"jax.shard_map's mesh (axes: {tuple(mesh.axis_names)}); "
+                         "vocab_axis/batch_axis apply inside jax.shard_map only")
+    if name not in mesh.manual_axes:
+        raise ValueError(f"{function}: axis {name!r} is not manual here: call inside "
+                         "jax.shard_map over that axis")
+    return mesh.shape[name]
+
+
+def _sharding(function: str, batch_axis, vocab_axis):
+    """(flags, axes, batch factor, vocab factor) for the named axes."""
+    if batch_axis is not None and batch_axis == vocab_axis:
+        raise ValueError(f"{function}: batch_axis and vocab_axis must differ")
+    axes, sizes, kinds = [], [], []
+    for axis, kind in ((batch_axis, "batch"), (vocab_axis, "vocab")):
+        if axis is not None:
+            axes.append(axis)
+            sizes.append(_axis_size(function, axis))
+            kinds.append(kind)
+    nb = sizes[kinds.index("batch")] if "batch" in kinds else 1
+    nv = sizes[kinds.index("vocab")] if "vocab" in kinds else 1
+    if not axes:
+        return {}, (), nb, nv
+    return ({"mesh": "x".join(map(str, sizes)), "shard": ",".join(kinds)},
+            tuple(axes), nb, nv)
+
+
+def _split_options(function: str, options: dict[str, Any]):
+    """Kernel options (CLI flag names) and extra array inputs (by name)."""
+    known = set(_api.kernel_option_names())
+    flags, arrays = {}, {}
+    for key, value in options.items():
+        if key in _DERIVED:
+            raise TypeError(f"{function}() sets {key} itself (from its arguments)")
+        if key in known:
+            flags[key] = value
+        else:
+            arrays[key] = value
+    return flags, arrays
+
+
+def _build(function: str, options: dict[str, Any], modes: tuple[str, ...], axes,
+           two_axes: bool):
+    kernels = []
+    for mode in modes:
+        flags = tuple(_api.kernel_flags(function, {**options, "mode": mode}))
+        try:
+            kernels.append(_call.kernel(flags))
+        except ValueError as e:
+            if two_axes:
+                raise NotImplementedError(
+                    f"{function}: batch_axis and vocab_axis together need a 2-D sharded "
+                    f"kernel (--mesh=AxB --shard=batch,vocab), which this tpuoff cannot "
+                    f"emit: {e}") from e
+            raise ValueError(f"{function}: {e}") from e
+    return kernels
+
+
+def _prepare(function: str, kernel: _call.Kernel, values: dict[str, Any]):
+    """The kernel's arguments from named values, in parameter order."""
+    args = []
+    for p in kernel.inputs:
+        if p.name not in values:
+            raise TypeError(f"{function}: kernel {kernel.name} needs input {p.name!r}")
+        args.append(jnp.asarray(values.pop(p.name), dtype=p.dtype))
+    if values:
+        raise TypeError(f"{function}() got unexpected keyword argument(s) "
+                        f"{', '.join(sorted(values))} (not kernel options "
+                        f"({', '.join(_api.kernel_option_names())}) nor inputs of "
+                        f"{kernel.name})")
+    return args
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _apply(spec: _Spec, *args):
+    return tuple(_call.call(spec.fwd, args, spec.axes))
+
+
+def _apply_fwd(spec: _Spec, *args):
+    outs = tuple(_call.call(spec.fwd, args, spec.axes))
+    return outs, (args, outs)
+
+
+def _apply_bwd(spec: _Spec, residuals, cotangents):
+    args, outs = residuals
+    named = {p.name: a for p, a in zip(spec.fwd.inputs, args)}
+    named.update({p.name: o for p, o in zip(spec.fwd.outputs, outs)})
+    grads = _call.call(spec.bwd, [named[p.name] for p in spec.bwd.inputs], spec.axes)
+    by_name = {p.name: g for p, g in zip(spec.bwd.outputs, grads)}
+    # The backward module is d(loss)/d(input) for d(loss) = 1; only the loss
+    # carries a gradient (the other outputs leave through stop_gradient).
+    scale = cotangents[0].astype(jnp.float32)
+    result = []
+    for p in spec.fwd.inputs[:spec.num_diff]:
+        g = by_name.get(f"d{p.name}", by_name.get(f"d_{p.name}"))
+        result.append((g.astype(jnp.float32) * scale).astype(g.dtype))
+    return tuple(result) + (None,) * (len(args) - spec.num_diff)
+
+
+_apply.defvjp(_apply_fwd, _apply_bwd)
+
+
+def _loss_call(function, kernel_name, num_diff, values, options, batch_axis, vocab_axis,
+               shape_flags):
+    """Builds the forward and backward kernels for the arguments and applies
+    them through the custom_vjp; returns (loss, aux metrics)."""
+    flags, arrays = _split_options(function, options)
+    sharding, axes, nb, nv = _sharding(function, batch_axis, vocab_axis)
+    values.update(arrays)
+    for name, flag in _COUNT_INPUTS.items():
+        if values.get(name) is not None:
+            flags[flag] = True
+    values = {k: v for k, v in values.items() if v is not None}
+    flags.update(kernel=kernel_name, on_policy="old_logp" not in values, **sharding)
+    flags.update(shape_flags(nb, nv))
+    fwd, bwd = _build(function, flags, ("fwd", "bwd"), axes, len(axes) == 2)
+    args = _prepare(function, fwd, values)
+    spec = _Spec(fwd, bwd, axes, num_diff)
+    outs = _apply(spec, *args)
+    names = [p.name for p in fwd.outputs]
+    aux = {n: jax.lax.stop_gradient(o) for n, o in zip(names[1:], outs[1:])}
+    return outs[0], aux
+
+
+def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, ref_logp=None,
+              total_valid_tokens=None, *, kernel: str = "grpo_tiled", block_size: int = 2048,
+              vocab_axis: str | None = None, batch_axis: str | None = None, **options):
+    """The GRPO loss of docs/GRPO_SPEC.md computed by a tpuoff kernel inside the
+    caller's XLA program; differentiable w.r.t. ``logits``.
+
+    logits [B,T,V] float32 or bfloat16; chosen_ids [B,T] int; completion_mask
+    [B,T]; advantages [B] (or [B,T] with advantage_shape="token");
+    old_logp [B,T] (None: on-policy, ratio 1); ref_logp [B,T] (needed when
+    beta != 0); total_valid_tokens [] (the global token count of token_mean,
+    e.g. over micro-batches; None: the mask's sum). Other keyword arguments
+    are the kernel options of ``tpuoff dump`` (eps_low, eps_high, temperature,
+    temperature_mode, beta, delta, loss_type, max_len, ...; see
+    :func:`tpuoff.kernel_option_names`) or further inputs a kernel option asks
+    for, by their parameter name.
+
+    ``kernel``: "grpo_tiled" (streams the vocab in tiles of ``block_size``) or
+    "grpo_reference". Inside ``jax.shard_map``: ``vocab_axis`` names the mesh
+    axis the logits' vocab dimension is split over (the kernel merges the
+    shards' softmax statistics over it), ``batch_axis`` the axis the batch is
+    split over (the token count and the loss are summed over it). Results
+    equal the unsharded call.
+
+    Returns ``(loss, {"per_token_loss", "logp", "entropy", "lse"})``. Only the
+    loss carries a gradient: the dict holds metrics (stop_gradient), and
+    advantages, old_logp, ref_logp and the mask are constants of the loss.
+    Forward and backward are tpuoff's emitted HLO for the shapes and options
+    (a ``jax.custom_vjp``; the backward kernel recomputes the softmax from the
+    saved lse instead of keeping [B,T,V] residuals).
+    """
+    if kernel not in ("grpo_tiled", "grpo_reference"):
+        raise ValueError(f"grpo_loss: kernel must be grpo_tiled or grpo_reference, got {kernel!r}")
+    logits = jnp.asarray(logits)
+    if logits.ndim != 3:
+        raise TypeError(f"grpo_loss: logits must be [B,T,V], got shape {logits.shape}")
+    dtype = _logits_dtype("grpo_loss", logits.dtype)
+    b, t, v = logits.shape
+    if kernel == "grpo_tiled":
+        options["block_size"] = block_size
+    values = {"logits": logits, "chosen_ids": chosen_ids,
+              "completion_mask": _constant(completion_mask),
+              "advantages": _constant(advantages), "old_logp": _constant(old_logp),
+              "ref_logp": _constant(ref_logp),
+              "total_valid_tokens": _constant(total_valid_tokens)}
+    return _loss_call("grpo_loss", kernel, 1, values, options, batch_axis,
+                      vocab_axis,
+                      lambda nb, nv: dict(batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype))
+
+
+def grpo_fused_linear_loss(hidden, lm_head, chosen_ids, completion_mask, advantages,
+                           old_logp=None, ref_logp=None, total_valid_tokens=None, *,
+                           block_size: int = 2048, token_chunk: int | None = None,
+                           vocab_axis: str | None = None, batch_axis: str | None = None,
+                           **options):
+    """:func:`grpo_loss` of ``logits = hidden @ lm_head`` without ever forming
+    the [B,T,V] logits or their gradient (tpuoff's grpo_fused_linear kernel);
+    differentiable w.r.t. ``hidden`` [B,T,H] and ``lm_head`` [H,V] (same dtype,
+    float32 or bfloat16). ``token_chunk``: tokens per matmul tile (None: all
+    B*T). ``vocab_axis``: the mesh axis ``lm_head``'s columns are split over;
+    ``batch_axis``: the axis ``hidden``'s batch is split over (``lm_head``
+    replicated there; its gradient is summed over the axis)."""
+    hidden, lm_head = jnp.asarray(hidden), jnp.asarray(lm_head)
+    if hidden.ndim != 3 or lm_head.ndim != 2 or hidden.shape[2] != lm_head.shape[0]:
+        raise TypeError(f"grpo_fused_linear_loss: hidden must be [B,T,H] and lm_head [H,V], "
+                        f"got {hidden.shape} and {lm_head.shape}")
+    if hidden.dtype != lm_head.dtype:
+        raise TypeError(f"grpo_fused_linear_loss: hidden and lm_head must have one dtype, "
+                        f"got {hidden.dtype} and {lm_head.dtype}")
+    dtype = _logits_dtype("grpo_fused_linear_loss", hidden.dtype)
+    b, t, h = hidden.shape
+    v = lm_head.shape[1]
+    options.update(block_size=block_size, token_chunk=token_chunk)
+    values = {"hidden": hidden, "lm_head": lm_head, "chosen_ids": chosen_ids,
+              "completion_mask": _constant(completion_mask),
+              "advantages": _constant(advantages), "old_logp": _constant(old_logp),
+              "ref_logp": _constant(ref_logp),
+              "total_valid_tokens": _constant(total_valid_tokens)}
+
+    def shape_flags(nb, nv):
+        return dict(batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype, hidden=h)
+
+    return _loss_call("grpo_fused_linear_loss", "grpo_fused_linear", 2, values, options,
+                      batch_axis, vocab_axis, shape_flags)
+
+
+def entropy(logits, *, kernel: str = "entropy_tiled", block_size: int = 2048,
+            vocab_axis: str | None = None, batch_axis: str | None = None, **options):
+    """Per-token entropy [B,T] of softmax(logits / temperature) by a tpuoff
+    entropy kernel (a metric: no gradient flows through it). ``kernel``:
+    "entropy_tiled" or "entropy_reference"; options: temperature, ...;
+    ``vocab_axis``/``batch_axis`` as in :func:`grpo_loss`."""
+    if kernel not in ("entropy_tiled", "entropy_reference"):
+        raise ValueError(f"entropy: kernel must be entropy_tiled or entropy_reference, "
+                         f"got {kernel!r}")
+    logits = jnp.asarray(logits)
+    if logits.ndim != 3:
+        raise TypeError(f"entropy: logits must be [B,T,V], got shape {logits.shape}")
+    dtype = _logits_dtype("entropy", logits.dtype)
+    flags, arrays = _split_options("entropy", options)
+    if arrays:
+        raise TypeError(f"entropy() got unexpected keyword argument(s) {', '.join(arrays)}")
+    if kernel == "entropy_tiled":
+        flags["block_size"] = block_size
+    sharding, axes, nb, nv = _sharding("entropy", batch_axis, vocab_axis)
+    b, t, v = logits.shape
+    flags.update(kernel=kernel, batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype,
+                 **sharding)
+    fwd, = _build("entropy", flags, ("fwd",), axes, len(axes) == 2)
+    out = _call.call(fwd, [jax.lax.stop_gradient(logits)], axes)
+    return jax.lax.stop_gradient(out[0])
+
+
+def _constant(x):
+    return None if x is None else jax.lax.stop_gradient(jnp.asarray(x))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Python package's tests, as run_tests.sh (README command 2) runs them:
+#   1. a venv with exactly python/requirements-test.txt (tools/scripts/pinned_venv.sh;
+#      TPUOFF_PY_VENV, default ~/.cache/tpuoff/py-venv);
+#   2. `pip install .` into it: builds the C++ core and the extension once
+#      (build dir build/python/, incremental afterwards), installs tpuoff and
+#      the tpuoff CLI;
+#   3. pytest python/tests (8 host CPU devices for the shard_map tests);
+#      reports (XLA memory analysis of the fused loss) in build/python/reports.
+# Extra arguments go to pytest (e.g. -k vocab).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+die() { echo "python_tests.sh: ERROR: $*" >&2; exit 1; }
+log() { echo "python_tests.sh: $*" >&2; }
+
+PY="$(bash "$ROOT/tools/scripts/pinned_venv.sh" "$ROOT/python/requirements-test.txt" \
+        "${TPUOFF_PY_VENV:-$HOME/.cache/tpuoff/py-venv}" \
+        "jax jaxlib numpy ml_dtypes pytest scikit_build_core nanobind" | tail -n 1)"
+
+mkdir -p "$ROOT/build"
+t0=$(date +%s)
+log "pip install . (C++ core + extension; build dir build/python)"
+"$PY" -m pip install -v --disable-pip-version-check --no-input --no-build-isolation --no-deps \
+    --force-reinstall "$ROOT" >"$ROOT/build/python-pip.log" 2>&1 \
+  || { tail -n 40 "$ROOT/build/python-pip.log" >&2; die "pip install . failed (log: build/python-pip.log)"; }
+log "installed in $(( $(date +%s) - t0 ))s"
+
+cd "$ROOT"
+export TPUOFF_PYTEST_REPORTS="$ROOT/build/python/reports"
+"$PY" -m pytest -p no:cacheprovider -q "$@" python/tests
