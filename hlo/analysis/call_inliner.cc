@@ -1,15 +1,24 @@
 #include "hlo/analysis/call_inliner.h"
 
+#include <deque>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 
 namespace tpuoff::hlo {
 namespace {
 
+bool Inlinable(const HloInstruction& x) {
+  return x.opcode() == HloOpcode::kCall && x.called_computations().size() == 1 &&
+         x.control_predecessors().empty();
+}
+
 // Copies `callee`'s instructions into `caller` in place of `call`; returns
-// the copy of the callee's root.
-HloInstruction* InlineOne(HloComputation* caller, HloInstruction* call, int64_t* counter) {
+// the copy of the callee's root. Calls among the copies are appended to
+// `pending`.
+HloInstruction* InlineOne(HloComputation* caller, HloInstruction* call, int64_t* counter,
+                          std::deque<HloInstruction*>* pending) {
   const HloComputation* callee = call->to_apply();
   std::unordered_map<const HloInstruction*, HloInstruction*> copy;
   HloInstruction* root = caller->root();
@@ -30,7 +39,9 @@ HloInstruction* InlineOne(HloComputation* caller, HloInstruction* call, int64_t*
     for (const HloInstruction* p : x->control_predecessors()) {
       if (copy.count(p)) c->AddControlPredecessor(copy.at(p));
     }
-    copy[x] = caller->AddInstruction(std::move(c));
+    HloInstruction* added = caller->AddInstruction(std::move(c));
+    if (Inlinable(*added)) pending->push_back(added);
+    copy[x] = added;
   }
   caller->set_root(root);
   return copy.at(callee->root());
@@ -39,19 +50,42 @@ HloInstruction* InlineOne(HloComputation* caller, HloInstruction* call, int64_t*
 }  // namespace
 
 int64_t InlineCalls(HloModule* module) {
-  int64_t inlined = 0, counter = 0;
-  // Callees come before callers, so a callee's own calls are inlined first.
+  // Computations reached only through `call`s are never callers here: their
+  // calls are inlined where their copies land. Inlining callers top-down
+  // from the other computations (the entry, loop bodies, reducers, ...)
+  // copies each callee's original body once per call site, so the work is
+  // the size of the inlined program: a 100,000-deep chain of calls takes
+  // linear time (inlining every computation in place would copy each
+  // level's already inlined body again, quadratically).
+  std::unordered_set<const HloComputation*> called_elsewhere, called_by_call;
   for (const auto& comp : module->computations()) {
-    std::vector<HloInstruction*> calls;
     for (const auto& x : comp->instructions()) {
-      if (x->opcode() == HloOpcode::kCall && x->called_computations().size() == 1 &&
-          x->control_predecessors().empty()) {
-        calls.push_back(x.get());
+      for (const HloComputation* c : x->called_computations()) {
+        (x->opcode() == HloOpcode::kCall ? called_by_call : called_elsewhere).insert(c);
       }
     }
-    if (calls.empty()) continue;
-    for (HloInstruction* call : calls) {
-      HloInstruction* result = InlineOne(comp.get(), call, &counter);
+  }
+  int64_t inlined = 0, counter = 0;
+  int64_t budget = kMaxInlinedInstructions;
+  for (const auto& comp : module->computations()) {
+    const bool entry = comp.get() == module->entry();
+    if (!entry && called_by_call.count(comp.get()) && !called_elsewhere.count(comp.get())) {
+      continue;
+    }
+    std::deque<HloInstruction*> pending;
+    for (const auto& x : comp->instructions()) {
+      if (Inlinable(*x)) pending.push_back(x.get());
+    }
+    if (pending.empty()) continue;
+    while (!pending.empty()) {
+      HloInstruction* call = pending.front();
+      pending.pop_front();
+      // A program that grows past the budget (calls that fan out
+      // exponentially) keeps its remaining calls: the emulator runs them.
+      const int64_t size = static_cast<int64_t>(call->to_apply()->instructions().size());
+      if (size > budget) continue;
+      budget -= size;
+      HloInstruction* result = InlineOne(comp.get(), call, &counter, &pending);
       comp->ReplaceAllUsesWith(call, result);
       ++inlined;
     }

@@ -12,6 +12,9 @@
 
 namespace tpuoff::hlo {
 
+// Most instructions inlining may add to a module; calls past it stay calls.
+inline constexpr int64_t kMaxInlinedInstructions = int64_t{1} << 24;
+
 // Inlines every call (callees stay in the module, possibly unused); returns
 // how many were inlined.
 int64_t InlineCalls(HloModule* module);

@@ -25,6 +25,12 @@ absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp
   // Devices a collective may name: replicas x partitions of the module.
   const int64_t devices = std::max<int64_t>(1, module.replica_count()) *
                           std::max<int64_t>(1, module.num_partitions());
+  // A module that declares one device may still name more: JAX's
+  // pre-partitioning (global SPMD) programs carry the mesh's replica groups
+  // with num_partitions unset (hlo/spmd/global_program.cc sets it). Such
+  // groups are checked against the real device count when the module runs
+  // (runtime/device/collectives.cc).
+  const bool declares_devices = module.replica_count() > 1 || module.num_partitions() > 1;
   auto no_such_device = [&](int64_t d, const char* where) {
     return At(comp, &instr, absl::StrCat(where, " name device ", d, " but the module has ",
                                          devices, devices == 1 ? " device" : " devices",
@@ -53,7 +59,7 @@ absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp
           if (d < 0 || !seen.insert(d).second) {
             return At(comp, &instr, absl::StrCat("device ", d, " repeated or negative in replica_groups"));
           }
-          if (d >= devices) return no_such_device(d, "replica_groups");
+          if (declares_devices && d >= devices) return no_such_device(d, "replica_groups");
         }
       }
       if (a.use_global_device_ids && !a.channel_id.has_value()) {
@@ -67,7 +73,9 @@ absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp
         if (s < 0 || t < 0 || !sources.insert(s).second || !targets.insert(t).second) {
           return At(comp, &instr, "source_target_pairs must not repeat a source or a target");
         }
-        if (std::max(s, t) >= devices) return no_such_device(std::max(s, t), "source_target_pairs");
+        if (declares_devices && std::max(s, t) >= devices) {
+          return no_such_device(std::max(s, t), "source_target_pairs");
+        }
       }
       break;
     }

@@ -65,7 +65,11 @@ robust "--temperature=1e-300" 2 -- run --kernel=grpo_tiled --batch=1 --seq=2 --v
   expect_in "$WORK/err" "below the smallest normal f32" "temperature underflow named"
 robust "--beta=1e39" 2 -- dump --kernel=grpo_reference --beta=1e39 &&
   expect_in "$WORK/err" "overflows f32" "beta overflow named"
-robust "--eps-low=0.99999999999" 2 -- dump --kernel=grpo_reference --eps-low=0.99999999999
+# eps_low = 1 is allowed (clips below at 0, TRL's cispo cap); just above 1
+# is refused even where f32 rounds it to 1.
+robust "--eps-low=1.00000000001" 2 -- dump --kernel=grpo_reference --eps-low=1.00000000001 &&
+  expect_in "$WORK/err" "eps_low must be in [0, 1]" "eps_low range named"
+robust "--eps-low=1.0000001" 2 -- dump --kernel=grpo_reference --eps-low=1.0000001
 robust "--delta=1.00000000001" 2 -- dump --kernel=grpo_reference --delta=1.00000000001
 # --mesh without --shard.
 for cmd in dump run memory; do

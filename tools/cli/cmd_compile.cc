@@ -20,6 +20,7 @@
 #include "tools/cli/subcommands.h"
 #include "tools/io/file_util.h"
 #include "tools/io/module_io.h"
+#include "tools/io/staged_output.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -92,7 +93,7 @@ int CompileMain(const std::vector<std::string>& args) {
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, kernel); !s.ok()) {
+  if (absl::Status s = CheckKernelFlagUsage(flags, &kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (absl::Status s = CheckShardFlagUsage(flags, shard, kernel); !s.ok()) {

@@ -280,8 +280,8 @@ int RunMain(const std::vector<std::string>& args) {
   options.pjrt_plugin = f.pjrt_plugin;
   options.emulator.num_threads = static_cast<int>(f.threads);
   options.emulator.hbm_capacity_bytes = std::max<int64_t>(
-  ApplyRunLimits(f.limits, &options.emulator);
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
+  ApplyRunLimits(f.limits, &options.emulator);
   options.emulator.record_trace = !f.trace.empty();
   options.emulator.record_allocations = false;
   absl::StatusOr<BackendResult> ran =
