@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -170,6 +171,9 @@ def main():
                 os.path.getmtime(f) for f in sources):
             subprocess.run([sys.executable, sources[0], "--out", a.corpus], check=True)
     work = a.work or os.path.join(a.corpus, "_check")
+    # Each check writes new output directories (`run --outputs` wants a new
+    # or empty one): start from an empty work directory.
+    shutil.rmtree(work, ignore_errors=True)
     with open(os.path.join(a.corpus, "index.json")) as f:
         index = [m for m in json.load(f) if a.only in m["name"]]
     results, failures = [], 0
