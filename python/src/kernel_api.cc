@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> Build(const std::vector<std::str
   if (!flags.WasSet("kernel")) {
     return absl::InvalidArgumentError(absl::StrCat(kCommand, ": expected kernel=NAME"));
   }
-  if (absl::Status s = tools::CheckKernelFlagUsage(flags, values.kernel); !s.ok()) return s;
+  if (absl::Status s = tools::CheckKernelFlagUsage(flags, &values.kernel); !s.ok()) return s;
   if (absl::Status s = tools::CheckShardFlagUsage(flags, values.shard, values.kernel); !s.ok()) {
     return s;
   }
