@@ -23,6 +23,8 @@ namespace tpuoff::tools {
     "run a kernel unsharded and batch/vocab-sharded; diff outputs, HBM")     \
   X("memory", MemoryMain,                                                    \
     "static per-device HBM peaks, buffers live at the peak, TPU padding")     \
+  X("cost", CostMain,                                                        \
+    "static flops/bytes per op and predicted TPU v6e time per device")       \
   X("bench", BenchMain,                                                      \
     "time the emulator against XLA:CPU, a hand-fused floor and bandwidth")
 
