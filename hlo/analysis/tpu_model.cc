@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "hlo/ir/computation.h"
 #include "hlo/ir/status_macros.h"
 
 namespace tpuoff::hlo {
@@ -229,6 +230,20 @@ absl::StatusOr<CollectiveEstimate> EstimateCollective(const HloInstruction& x, i
       return absl::UnimplementedError(
           absl::StrCat(x.name(), ": no collective cost for ", HloOpcodeString(x.opcode())));
   }
+}
+
+int64_t ModuleDeviceCount(const HloModule& module) {
+  int64_t n = std::max<int64_t>(1, module.num_partitions() * module.replica_count());
+  for (const auto& c : module.computations()) {
+    for (const auto& x : c->instructions()) {
+      if (!IsCollective(x->opcode())) continue;
+      for (const std::vector<int64_t>& g : x->attrs().replica_groups.groups) {
+        for (int64_t d : g) n = std::max(n, d + 1);
+      }
+      for (const auto& [a, b] : x->attrs().source_target_pairs) n = std::max({n, a + 1, b + 1});
+    }
+  }
+  return n;
 }
 
 OpTime RooflineTime(const OpCost& op, const TpuChipSpec& chip) {

@@ -124,6 +124,11 @@ absl::StatusOr<ModulePrediction> PredictModule(const ModuleCost& cost, int64_t n
                                                const IciTopology& topology,
                                                const TpuChipSpec& chip = {});
 
+// The devices a module runs on: its partitions x replicas, or more when its
+// collectives name more (jax's lowered text of a shard_map carries
+// num_partitions only in the compile options).
+int64_t ModuleDeviceCount(const HloModule& module);
+
 // The roofline of one op without collectives (for tests and the trace).
 OpTime RooflineTime(const OpCost& op, const TpuChipSpec& chip);
 

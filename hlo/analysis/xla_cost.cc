@@ -161,6 +161,13 @@ double ConvolutionFlops(const HloInstruction& conv) {
   return fmas * kFmaFlops;
 }
 
+double LeafBytes(const Shape& s) {
+  if (!s.IsTuple()) return static_cast<double>(XlaShapeSize(s));
+  double n = 0;
+  for (const Shape& t : s.tuple_shapes()) n += LeafBytes(t);
+  return n;
+}
+
 int64_t Log2Ceiling(uint64_t n) {
   int64_t r = 0;
   while ((uint64_t{1} << r) < n && r < 63) ++r;
@@ -185,8 +192,10 @@ class XlaCounter {
   Props Instruction(const HloInstruction& x) {
     Props p;
     const HloOpcode op = x.opcode();
-    // Preprocess: operands + output.
-    p.output_bytes = XlaShapeSize(x.shape());
+    // Preprocess: operands + output; a tuple-shaped output counts its
+    // leaves (jaxlib 0.10's HloCostAnalysis), a tuple operand its pointer
+    // table.
+    p.output_bytes = LeafBytes(x.shape());
     p.bytes = p.output_bytes;
     for (const HloInstruction* o : x.operands()) p.bytes += XlaShapeSize(o->shape());
 
@@ -215,6 +224,7 @@ class XlaCounter {
         if (TransposeIsBitcast(x)) zero_bytes();
         return p;
       case HloOpcode::kTuple:
+        p.output_bytes = XlaShapeSize(x.shape());
         p.bytes = p.output_bytes;
         return p;
       case HloOpcode::kSlice:

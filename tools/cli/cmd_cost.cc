@@ -93,8 +93,7 @@ int CostMain(const std::vector<std::string>& args) {
   }
   absl::StatusOr<hlo::ModuleCost> cost = hlo::AnalyzeCost(**module, options);
   if (!cost.ok()) return ReportFailure(kCmd, cost.status());
-  const int64_t devices =
-      std::max<int64_t>(1, (*module)->num_partitions() * (*module)->replica_count());
+  const int64_t devices = hlo::ModuleDeviceCount(**module);
   if (!topo) {
     absl::StatusOr<hlo::IciTopology> t = hlo::IciTopology::V6eSlice(devices);
     if (!t.ok()) return ReportFailure(kCmd, t.status());
