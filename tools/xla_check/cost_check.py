@@ -9,7 +9,7 @@ loop-free module: the kernels (every kernel and mode, unsharded and
 batch/vocab-sharded, at shapes where the tiled kernels need no loop) and every
 module form of the JAX corpus (tools/xla_check/jax_corpus.py: jax.hlo,
 before.hlo, opt.hlo); programs the corpus marks unsupported (complex types)
-must be refused with its message. Modules with while loops are compared too and reported,
+(element types tpuoff does not take) must be refused with its message. Modules with while loops are compared too and reported,
 but only loop-free ones decide the exit status.
 
   python cost_check.py --tpuoff build/tools/tpuoff --work DIR [--corpus DIR [--generate]]
@@ -59,7 +59,7 @@ def compare(name, path, tpuoff, unsupported=None):
     text = open(path).read()
     row = {"name": name, "loop_free": not has_loop(text)}
     if unsupported:
-        # A program the corpus marks as beyond tpuoff's IR (complex types):
+        # A program the corpus marks as beyond tpuoff's IR:
         # cost must refuse it the same way every other command does.
         got, err = tpuoff_costs(tpuoff, path)
         ok = got is None and re.search(unsupported, err or "")
@@ -189,7 +189,7 @@ def main():
     print(f"\nloop-free modules within {TOL*100:.0f}%: {n_ok}/{n_free}; "
           f"modules with loops that also agree: {n_loop_ok}/"
           f"{sum(1 for r in rows if not r['loop_free'] and r['status'] != 'refused')}; "
-          f"refused as known unsupported (complex types): {n_refused}")
+          f"refused as known unsupported: {n_refused}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
