@@ -18,6 +18,7 @@
 #include "tools/io/file_util.h"
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
+#include "tools/cli/predicted_trace.h"
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
@@ -113,7 +114,7 @@ int RunMain(const std::vector<std::string>& args) {
                   "directory for <output>.npy + manifest.json (none = "
                   "don't write)",
                   "DIR");
-  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here",
+  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here (host wall time per device, and the predicted v6e timeline of the same ops beside it)",
                   "FILE");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
@@ -243,6 +244,11 @@ int RunMain(const std::vector<std::string>& args) {
   // Files: the trace first, then the outputs; if the outputs fail the trace
   // is taken back so a failed run leaves nothing behind.
   if (!f.trace.empty()) {
+    // Beside the host wall time: what a v6e slice would take for the same
+    // program (the cost model on the plan the emulator ran).
+    if (absl::Status s = AppendPredictedTimeline(m, num_devices, &result->trace); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
     if (absl::Status s = WriteFileAtomically(f.trace, result->trace.ToChromeJson());
         !s.ok()) {
       return ReportFailure(kCmd, s);
