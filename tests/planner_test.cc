@@ -22,7 +22,7 @@ PlanRequest SmallRequest() {
   r.seq = 16;
   r.mesh = 4;
   r.logits_dtype = "bf16";
-  r.hbm_gib = 6.0 / 1024;  // 6 MiB per device: batches in the tens
+  r.hbm_gib = 3.0 / 1024;  // 3 MiB per device: batches in the tens to hundreds
   r.block_sizes = {512, 2048};
   r.token_chunks = {std::nullopt, 32};
   r.max_batch = 4096;
