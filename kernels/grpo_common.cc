@@ -91,6 +91,7 @@ XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParam
     }
     case LossType::kSequenceMean: {
       XlaOp per_seq = b->Reduce(m, F32(b, 0), HloOpcode::kAdd, {1});
+      if (hooks.row_sum) per_seq = hooks.row_sum(b, per_seq);
       XlaOp denom = hlo::Mul(hlo::Max(per_seq, F32(b, 1)), F32(b, global_batch));
       return hlo::Div(m, b->BroadcastInDim(denom, {c.batch, c.seq}, {0}));
     }

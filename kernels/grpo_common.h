@@ -62,8 +62,13 @@ PolicyTerms EmitPolicyTerms(hlo::XlaBuilder* b, const GrpoConfig& config, hlo::X
 
 // Hooks through which sharded variants make batch-wide quantities global.
 struct AggregationHooks {
-  // Sums a scalar across batch shards (Σ mask, the loss). Null: identity.
+  // Sums a scalar over every token of the global batch, i.e. across the
+  // batch and sequence shards (Σ mask, the loss). Null: identity.
   std::function<hlo::XlaOp(hlo::XlaBuilder*, hlo::XlaOp)> batch_sum;
+  // Sums a per-row f32 [B] quantity over the row's tokens held by other
+  // devices, i.e. across sequence shards (Σ_t mask of sequence_mean).
+  // Null: identity.
+  std::function<hlo::XlaOp(hlo::XlaBuilder*, hlo::XlaOp)> row_sum;
   // The whole batch size B used by sequence_mean/constant; 0: config.batch.
   int64_t global_batch = 0;
 };
