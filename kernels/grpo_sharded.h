@@ -45,6 +45,7 @@
 #include "hlo/ir/module.h"
 #include "hlo/spmd/shard_map.h"
 #include "kernels/build_kernel.h"
+#include "kernels/grpo_common.h"
 #include "kernels/vocab_stats.h"
 
 namespace tpuoff::kernels {
@@ -91,6 +92,21 @@ hlo::XlaOp MaskShardPadding(hlo::ShardMapContext& ctx, const ShardLayout& layout
 
 // The per-shard config: B, T, V of one device's block; max_len kept global.
 GrpoConfig LocalConfig(const GrpoConfig& global, const ShardLayout& layout);
+
+// The hooks of a body on `layout`: Σ over the token (batch and seq) axes,
+// Σ_t over the seq axes, the global B.
+AggregationHooks ShardAggregationHooks(hlo::ShardMapContext& ctx, const ShardLayout& layout,
+                                       const GrpoConfig& global);
+
+// The ShardMap outputs of the unsharded module `global`'s outputs (ArraySpec
+// of each, with the global sizes of the split dimensions).
+std::vector<hlo::ShardMapOutput> ShardedOutputs(const hlo::HloModule& global,
+                                                const ShardLayout& layout);
+
+// "grpo_tiled_vocab_sharded" on a 1-D mesh, "grpo_tiled_2x4_batch_vocab_sharded"
+// on a 2-D one (`suffix` before "_sharded").
+std::string ShardedModuleName(const std::string& global_name, const ShardingSpec& sharding,
+                              absl::string_view suffix);
 
 // Cross-device merge of per-shard vocab statistics of rows: all-reduce max
 // of the maxima, each shard's terms rescaled to it (RescaleStats), then one

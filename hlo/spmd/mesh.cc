@@ -199,18 +199,101 @@ HloSharding MeshSharding(const Mesh& mesh, int64_t rank,
   return s;
 }
 
+namespace {
+
+// Physical (x, y, z) extent of the v6e slices whose chip numbering we know:
+// jax numbers chips x minor (sorted by reversed coordinates).
+bool V6ePhysicalShape(int64_t chips, std::vector<int64_t>* xyz) {
+  switch (chips) {
+    case 1: *xyz = {1, 1, 1}; return true;
+    case 4: *xyz = {2, 2, 1}; return true;
+    case 8: *xyz = {4, 2, 1}; return true;
+    case 16: *xyz = {4, 4, 1}; return true;
+    case 64: *xyz = {8, 8, 1}; return true;
+    case 256: *xyz = {16, 16, 1}; return true;
+    default: return false;
+  }
+}
+
+// jax's _create_device_mesh_for_nd_torus without splitting physical axes:
+// logical axes from the last (most network-intensive) to the first each
+// take the first subset (most axes first, then combinations order) of the
+// unassigned physical axes whose sizes multiply to the axis size. Returns
+// false when some axis of size > 1 finds none (jax raises there).
+bool TorusOrder(const Mesh& mesh, const std::vector<int64_t>& physical,
+                std::vector<int64_t>* order) {
+  const int64_t np = static_cast<int64_t>(physical.size());
+  std::vector<int64_t> free = physical;
+  std::vector<std::vector<int64_t>> assigned(mesh.num_axes());
+  for (int64_t a = mesh.num_axes() - 1; a >= 0; --a) {
+    const int64_t size = mesh.axis_size(a);
+    bool found = false;
+    for (int64_t k = np; k >= 1 && !found; --k) {
+      // Subsets of k indices in lexicographic order (itertools.combinations).
+      std::vector<int64_t> idx(k);
+      std::iota(idx.begin(), idx.end(), 0);
+      while (true) {
+        int64_t product = 1;
+        for (int64_t i : idx) product *= free[i];
+        if (product == size) {
+          assigned[a] = idx;
+          for (int64_t i : idx) free[i] = 0;
+          found = true;
+          break;
+        }
+        int64_t j = k - 1;
+        while (j >= 0 && idx[j] == np - k + j) --j;
+        if (j < 0) break;
+        ++idx[j];
+        for (int64_t m = j + 1; m < k; ++m) idx[m] = idx[m - 1] + 1;
+      }
+    }
+    if (!found && size > 1) return false;
+  }
+  std::vector<int64_t> transpose;
+  for (const auto& axes : assigned) transpose.insert(transpose.end(), axes.begin(), axes.end());
+  std::vector<bool> used(np, false);
+  for (int64_t t : transpose) used[t] = true;
+  for (int64_t t = 0; t < np; ++t) {
+    if (!used[t]) transpose.push_back(t);  // size-1 axes nobody took
+  }
+  // Position p, read row-major over the transposed physical dims, is the
+  // chip at those (x, y, z); its jax id is x + X*(y + Y*z).
+  order->assign(mesh.num_devices, 0);
+  for (int64_t p = 0; p < mesh.num_devices; ++p) {
+    std::vector<int64_t> coord(np, 0);
+    int64_t rest = p;
+    for (int64_t i = np - 1; i >= 0; --i) {
+      coord[transpose[i]] = rest % physical[transpose[i]];
+      rest /= physical[transpose[i]];
+    }
+    int64_t id = 0;
+    for (int64_t i = np - 1; i >= 0; --i) id = id * physical[i] + coord[i];
+    (*order)[p] = id;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<int64_t> V6eChipOrder(const Mesh& mesh) {
   const int64_t n = mesh.num_devices;
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  // jax/_src/mesh_utils.py, _v5e_create_device_mesh (also "TPU v6 lite").
-  if (n == 8) {
-    order = {0, 1, 2, 3, 7, 6, 5, 4};
-  } else if (n == 4) {
-    order = {0, 1, 3, 2};
-  } else if (n == 16 && mesh.num_axes() == 1) {
-    order = {0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 13, 12, 8, 4};
+  int64_t largest = 0;
+  for (int64_t a = 0; a < mesh.num_axes(); ++a) largest = std::max(largest, mesh.axis_size(a));
+  // jax/_src/mesh_utils.py, _v5e_create_device_mesh (the handler of both
+  // "TPU v5 lite" and "TPU v6 lite"): ring orders of a 2x2 and of a tray of
+  // 8 whatever the mesh shape, and of a 4x4 when one axis spans it.
+  if (n == 4) return {0, 1, 3, 2};
+  if (n == 8) return {0, 1, 2, 3, 7, 6, 5, 4};
+  if (n == 16 && largest == 16) {
+    return {0, 1, 2, 3, 7, 6, 5, 9, 10, 11, 15, 14, 13, 12, 8, 4};
   }
+  // Otherwise create_device_mesh maps the mesh onto the physical torus.
+  std::vector<int64_t> physical;
+  if (V6ePhysicalShape(n, &physical) && TorusOrder(mesh, physical, &order)) return order;
+  std::iota(order.begin(), order.end(), 0);
   return order;
 }
 

@@ -13,16 +13,23 @@
 // mixed radix of those axes' coordinates, the first listed major: the
 // PartitionSpec P(('x','y')) of jax.
 //
-// Physical chips (V6eChipOrder): chips are numbered as jax lists them,
-// sorted by reversed coordinates (x minor): chip y*X + x on an X-by-Y slice
-// (v6e-8: X=4, Y=2). jax's create_device_mesh (jax/_src/mesh_utils.py,
-// handler of "TPU v6 lite" = _v5e_create_device_mesh) reorders the 8 chips of
-// a tray into the ring (0,1,2,3,7,6,5,4) before reshaping to the mesh shape,
-// whatever that shape (8, 2x4, 4x2), so neighbouring positions are ICI
-// neighbours; 4 chips take the ring (0,1,3,2); a 1-D mesh of 16 chips (4x4)
-// the ring (0,1,2,3,7,6,5,9,10,11,15,14,13,12,8,4). Other counts keep jax's
-// sequential order (for a 16x16 pod and a 2-D 16x16 mesh, jax's torus
-// assignment maps mesh axis 0 to y and axis 1 to x, which is that order).
+// Physical chips (V6eChipOrder): what create_device_mesh(mesh_shape) of
+// jax puts at each mesh position on a v6e slice of exactly that many chips
+// (jax/_src/mesh_utils.py, read at jax-ml/jax cec06d1). Chips are numbered
+// as jax lists them, sorted by reversed coordinates (x minor): chip
+// x + X*y on an X-by-Y slice (v6e-8: X=4, Y=2). The handler of "TPU v6
+// lite" (_v5e_create_device_mesh) reorders a tray of 8 into the ring
+// (0,1,2,3,7,6,5,4) before reshaping to the mesh shape, whatever that shape
+// (8, 2x4, 4x2), so neighbouring positions are ICI neighbours; 4 chips take
+// (0,1,3,2); 16 chips (4x4) the ring (0,1,2,3,7,6,5,9,10,11,15,14,13,12,8,4)
+// when one mesh axis spans all 16. Otherwise jax maps mesh axes onto the
+// physical torus (_create_device_mesh_for_nd_torus, last axis first, each
+// taking physical axes whose sizes multiply to its size): a 16x16 mesh on a
+// v6e-256 gets axis 0 = y, axis 1 = x, i.e. partition p is chip p; a 1-D
+// mesh of 256 gets x major, partition p is chip 16*(p%16) + p/16. Counts
+// with no known v6e shape (or one jax cannot map) keep the sequential order.
+// The emulator runs partitions; the chip of each is reported (memory, run)
+// and matters on hardware only.
 #ifndef TPUOFF_HLO_SPMD_MESH_H_
 #define TPUOFF_HLO_SPMD_MESH_H_
 

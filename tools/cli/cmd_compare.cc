@@ -136,7 +136,9 @@ int CompareMain(const std::vector<std::string>& args) {
   if (absl::Status s = CheckKernelFlagUsage(flags, f.kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
-  if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel); !s.ok()) {
+  if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel,
+                                           {.with_none = false, .with_global_form = false});
+      !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (flags.WasSet("inputs") && flags.WasSet("seed")) {
@@ -171,10 +173,11 @@ int CompareMain(const std::vector<std::string>& args) {
   if (!unsharded.ok()) return ReportFailure(kCmd, unsharded.status());
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> sharded = BuildShardedModule(f.kernel, f.shard);
   if (!sharded.ok()) return ReportFailure(kCmd, sharded.status());
+  const bool partitioned = (*sharded)->num_partitions() > 1;
   absl::StatusOr<hlo::PartitionedSignature> sig =
-      f.shard.mesh > 1 ? hlo::GetPartitionedSignature(**sharded)
-                       : absl::StatusOr<hlo::PartitionedSignature>();
-  if (f.shard.mesh > 1 && !sig.ok()) return ReportFailure(kCmd, sig.status());
+      partitioned ? hlo::GetPartitionedSignature(**sharded)
+                  : absl::StatusOr<hlo::PartitionedSignature>();
+  if (partitioned && !sig.ok()) return ReportFailure(kCmd, sig.status());
 
   // Identical global inputs for both.
   const hlo::HloComputation& params = *(*unsharded)->entry();
@@ -205,7 +208,7 @@ int CompareMain(const std::vector<std::string>& args) {
                                                          ref.status().message())));
   }
   absl::StatusOr<runtime::RunResult> got =
-      f.shard.mesh > 1 ? RunPartitioned(**sharded, *sig, *inputs, options, names)
+      partitioned ? RunPartitioned(**sharded, *sig, *inputs, options, names)
                        : runtime::RunModule(**sharded, *inputs, options);
   if (!got.ok()) {
     return ReportFailure(kCmd, absl::Status(got.status().code(),
@@ -236,18 +239,12 @@ int CompareMain(const std::vector<std::string>& args) {
   const bool bf16 = f.kernel.logits_dtype == "bf16";
   const double atol = f.atol.value_or(bf16 ? 2e-3 : 1e-5);
   const double rtol = f.rtol.value_or(bf16 ? 2e-2 : 1e-4);
-  const int64_t n = f.shard.mesh;
+  absl::StatusOr<kernels::ShardingSpec> spec = ShardingSpecFromFlags(f.shard);
+  if (!spec.ok()) return ReportFailure(kCmd, spec.status());
   std::string report = absl::StrCat(
       "compare ", f.kernel.kernel, " ", f.kernel.mode, " B=", f.kernel.batch,
       " T=", f.kernel.seq, " V=", f.kernel.vocab, " ", f.kernel.logits_dtype, ": unsharded vs ",
-      f.shard.shard, "-sharded over ", n, n == 1 ? " device" : " devices");
-  if (f.shard.shard == "vocab") {
-    absl::StrAppend(&report, " (", hlo::ShardSize(f.kernel.vocab, n), " vocab columns each)");
-  } else {
-    const int64_t per_device = f.kernel.batch / n;
-    absl::StrAppend(&report, " (", per_device, per_device == 1 ? " sequence" : " sequences",
-                    " each)");
-  }
+      DescribeShardBlocks(*spec, f.kernel.batch, f.kernel.seq, f.kernel.vocab));
   absl::StrAppend(&report, ", inputs: ",
                   f.inputs.empty() ? absl::StrCat("random, seed ", f.seed) : f.inputs, "\n");
   absl::StrAppend(&report,
