@@ -104,10 +104,11 @@ int CompareMain(const std::vector<std::string>& args) {
   f.shard.shard = "";
   FlagSet flags(
       std::string(kCmd),
-      "--kernel=NAME [kernel flags] --shard=batch|vocab [--mesh=N] "
+      "--kernel=NAME [kernel flags] --shard=KIND[,KIND] [--mesh=N|AxB] "
       "[--seed=N | --inputs=DIR] [flags]",
       "Builds the kernel unsharded and as a shard_map over --mesh simulated v6e\n"
-      "devices (--shard: split the batch or the vocab), runs both on identical\n"
+      "devices (--shard: what each mesh axis splits: batch, seq, vocab or none,\n"
+      "e.g. --mesh=2x4 --shard=batch,vocab), runs both on identical\n"
       "global inputs (DIR/<parameter>.npy, or deterministic random ones from\n"
       "--seed), and prints per output the max abs and max relative difference\n"
       "and the worst element, and per device the peak HBM beside the\n"
@@ -131,7 +132,7 @@ int CompareMain(const std::vector<std::string>& args) {
 
   if (!flags.WasSet("kernel")) return ReportUsageError(kCmd, "--kernel=NAME is required");
   if (!flags.WasSet("shard")) {
-    return ReportUsageError(kCmd, "--shard=batch or --shard=vocab is required");
+    return ReportUsageError(kCmd, "--shard=KIND[,KIND] (batch, seq or vocab per mesh axis) is required");
   }
   if (absl::Status s = CheckKernelFlagUsage(flags, f.kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());

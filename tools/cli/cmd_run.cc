@@ -95,7 +95,7 @@ int RunMain(const std::vector<std::string>& args) {
       "devices (one device, or num_partitions devices for an SPMD module).\n"
       "Inputs: DIR/<parameter name>.npy per entry parameter, or deterministic\n"
       "random values from --seed. A partitioned module (num_partitions > 1,\n"
-      "sharding= on every parameter and the root, e.g. --shard=batch|vocab)\n"
+      "sharding= on every parameter and the root, e.g. --shard=batch,vocab)\n"
       "takes GLOBAL arrays, split per the shardings, and writes global\n"
       "outputs; other SPMD modules take DIR/deviceD/ inputs when present and\n"
       "write per-device outputs.\n"
