@@ -33,6 +33,20 @@ run_cmd 0 "compare 2x4 seq,vocab header" -- compare "${SMALL[@]}" --mesh=2x4 --s
 run_cmd 0 "compare fused seq,vocab" -- compare --kernel=grpo_fused_linear --mode=fwd_bwd --batch=2 --seq=5 \
   --vocab=37 --hidden=16 --block-size=8 --mesh=2x4 --shard=seq,vocab &&
   expect_in "$WORK/out" "PASS: 7 outputs within tolerance" "fused seq,vocab pass"
+# Two shardings against each other (2-D batch,vocab against 8-way vocab).
+run_cmd 0 "compare against another sharding" -- compare "${SMALL[@]}" --mesh=2x4 \
+  --shard=batch,vocab --against-mesh=8 --against-shard=vocab && {
+  expect_in "$WORK/out" "reference vocab-sharded over 8 devices (5 vocab columns each) vs batch,vocab-sharded over mesh 2x4" "against header"
+  expect_in "$WORK/out" "tolerance: |sharded - reference|" "against tolerance"
+  expect_in "$WORK/out" "peak HBM: reference" "against peak"
+  expect_in "$WORK/out" "PASS: 6 outputs within tolerance" "against pass"
+}
+run_cmd 0 "compare against seq on the same mesh" -- compare "${SMALL[@]}" --mesh=2x4 \
+  --shard=seq,vocab --against-shard=batch,vocab &&
+  expect_in "$WORK/out" "reference batch,vocab-sharded over mesh 2x4" "against same mesh"
+run_cmd 1 "compare against: forced mismatch" -- compare "${SMALL[@]}" --mesh=8 --shard=seq \
+  --against-shard=vocab --perturb=logp:3 &&
+  expect_in "$WORK/out" "FAIL: logp: 1 of 6 elements beyond tolerance; worst [1,0]: sharded" "against mismatch"
 run_cmd 0 "compare bf16 entropy" -- compare --kernel=entropy_tiled --batch=2 --seq=4 --vocab=50 \
   --logits-dtype=bf16 --block-size=4 --mesh=4 --shard=vocab && {
   expect_in "$WORK/out" "tolerance: |sharded - unsharded| <= 0.002 + 0.02 * |unsharded|" "bf16 tolerance"
@@ -68,6 +82,12 @@ check_usage "compare without --kernel" "--kernel=NAME is required" compare --sha
 check_usage "compare --mesh=2x" "--mesh must be N or AxB" compare "${SMALL[@]}" --shard=vocab --mesh=2x
 check_usage "compare --shard per axis" "--shard=batch,vocab,seq has 3 entries but --mesh=2x4 has 2 axes" \
   compare "${SMALL[@]}" --shard=batch,vocab,seq --mesh=2x4
+check_usage "compare --against-mesh alone" "--against-mesh needs --against-shard" \
+  compare "${SMALL[@]}" --shard=vocab --against-mesh=4
+check_usage "compare bad --against-shard" "--against-shard=batch,vocab has 2 entries but --against-mesh=8 has 1 axis" \
+  compare "${SMALL[@]}" --shard=batch --against-shard=batch,vocab --against-mesh=8
+check_usage "compare --against-shard on reference" "--against-shard=vocab --against-mesh=8: vocab sharding needs a tiled kernel" \
+  compare --kernel=grpo_reference --vocab=64 --shard=batch --against-shard=vocab
 check_usage "compare --shard=none,none" "--shard must split something" compare "${SMALL[@]}" --shard=none,none --mesh=2x4
 check_usage "compare bad kind" "--shard expects one of none|batch|seq|vocab per mesh axis" \
   compare "${SMALL[@]}" --shard=batch,model --mesh=2x4

@@ -34,6 +34,7 @@ constexpr absl::string_view kCmd = "tpuoff compare";
 struct CompareFlags {
   KernelFlags kernel;
   ShardFlags shard;
+  ShardFlags against;  // the reference: unsharded (none) or another sharding
   int64_t seed = 0;
   std::string inputs;
   std::optional<double> atol;
@@ -102,6 +103,7 @@ absl::Status ParsePerturb(const std::string& text, std::string* name, int64_t* i
 int CompareMain(const std::vector<std::string>& args) {
   CompareFlags f;
   f.shard.shard = "";
+  f.against.mesh = "";
   FlagSet flags(
       std::string(kCmd),
       "--kernel=NAME [kernel flags] --shard=KIND[,KIND] [--mesh=N|AxB] "
@@ -115,9 +117,15 @@ int CompareMain(const std::vector<std::string>& args) {
       "unsharded peak. Tolerance: |sharded - unsharded| <= atol + rtol*|unsharded|\n"
       "elementwise; defaults f32 atol 1e-5 rtol 1e-4, bf16 logits atol 2e-3\n"
       "rtol 2e-2.\n"
+      "--against-shard (and --against-mesh, default --mesh) make the reference\n"
+      "another sharding instead of the unsharded module, e.g. --mesh=2x4\n"
+      "--shard=batch,vocab --against-mesh=8 --against-shard=vocab.\n"
       "Exit codes: 0 within tolerance, 1 beyond it (or a failed run), 2 usage error.");
   RegisterKernelFlags(flags, &f.kernel);
   RegisterShardFlags(flags, &f.shard, {.with_none = false, .with_global_form = false});
+  const ShardFlagOptions against_options = {
+      .with_none = true, .with_global_form = false, .prefix = "against-"};
+  RegisterShardFlags(flags, &f.against, against_options);
   flags.AddInt64("seed", &f.seed, "seed of the random inputs");
   flags.AddString("inputs", &f.inputs, "directory of global <parameter>.npy inputs", "DIR");
   flags.AddOptionalDouble("atol", &f.atol, "absolute tolerance (none = by logits dtype)");
@@ -139,6 +147,14 @@ int CompareMain(const std::vector<std::string>& args) {
   }
   if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel,
                                            {.with_none = false, .with_global_form = false});
+      !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
+  if (flags.WasSet("against-mesh") && !flags.WasSet("against-shard")) {
+    return ReportUsageError(kCmd, "--against-mesh needs --against-shard");
+  }
+  if (!flags.WasSet("against-mesh")) f.against.mesh = f.shard.mesh;
+  if (absl::Status s = CheckShardFlagUsage(flags, f.against, f.kernel, against_options);
       !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
@@ -167,11 +183,28 @@ int CompareMain(const std::vector<std::string>& args) {
     }
   }
 
-  // The two modules.
+  // The two modules (and the unsharded one, which names the global
+  // parameters and outputs).
   ShardFlags none = f.shard;
   none.shard = "none";
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> unsharded = BuildShardedModule(f.kernel, none);
   if (!unsharded.ok()) return ReportFailure(kCmd, unsharded.status());
+  absl::StatusOr<kernels::ShardingSpec> against_spec = ShardingSpecFromFlags(f.against);
+  if (!against_spec.ok()) return ReportFailure(kCmd, against_spec.status());
+  const bool against_sharded = against_spec->Sharded();
+  std::unique_ptr<hlo::HloModule> against_module;
+  if (against_sharded) {
+    absl::StatusOr<std::unique_ptr<hlo::HloModule>> m = BuildShardedModule(f.kernel, f.against);
+    if (!m.ok()) return ReportFailure(kCmd, m.status());
+    against_module = *std::move(m);
+  }
+  const hlo::HloModule& plain = **unsharded;
+  const hlo::HloModule& reference = against_sharded ? *against_module : plain;
+  const bool ref_partitioned = reference.num_partitions() > 1;
+  absl::StatusOr<hlo::PartitionedSignature> ref_sig =
+      ref_partitioned ? hlo::GetPartitionedSignature(reference)
+                      : absl::StatusOr<hlo::PartitionedSignature>();
+  if (ref_partitioned && !ref_sig.ok()) return ReportFailure(kCmd, ref_sig.status());
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> sharded = BuildShardedModule(f.kernel, f.shard);
   if (!sharded.ok()) return ReportFailure(kCmd, sharded.status());
   const bool partitioned = (*sharded)->num_partitions() > 1;
@@ -181,7 +214,7 @@ int CompareMain(const std::vector<std::string>& args) {
   if (partitioned && !sig.ok()) return ReportFailure(kCmd, sig.status());
 
   // Identical global inputs for both.
-  const hlo::HloComputation& params = *(*unsharded)->entry();
+  const hlo::HloComputation& params = *plain.entry();
   absl::StatusOr<std::vector<hlo::Literal>> inputs;
   if (!f.inputs.empty()) {
     inputs = LoadInputsFromDirectory(params, f.inputs);
@@ -201,11 +234,14 @@ int CompareMain(const std::vector<std::string>& args) {
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
   options.record_allocations = false;
   const std::vector<std::string> names =
-      OutputNames(**unsharded, (*unsharded)->OutputNames().size());
-  absl::StatusOr<runtime::RunResult> ref = runtime::RunModule(**unsharded, *inputs, options);
+      OutputNames(plain, plain.OutputNames().size());
+  const std::string ref_label = against_sharded ? "reference" : "unsharded";
+  absl::StatusOr<runtime::RunResult> ref =
+      ref_partitioned ? RunPartitioned(reference, *ref_sig, *inputs, options, names)
+                      : runtime::RunModule(reference, *inputs, options);
   if (!ref.ok()) {
     return ReportFailure(kCmd, absl::Status(ref.status().code(),
-                                            absl::StrCat("unsharded run: ",
+                                            absl::StrCat(ref_label, " run: ",
                                                          ref.status().message())));
   }
   absl::StatusOr<runtime::RunResult> got =
@@ -219,7 +255,7 @@ int CompareMain(const std::vector<std::string>& args) {
   if (got->outputs.size() != ref->outputs.size() || names.size() != ref->outputs.size()) {
     return ReportFailure(kCmd, absl::InternalError(absl::StrCat(
                                    "sharded run returned ", got->outputs.size(),
-                                   " outputs, unsharded ", ref->outputs.size())));
+                                   " outputs, ", ref_label, " ", ref->outputs.size())));
   }
   if (!perturb_name.empty()) {
     bool done = false;
@@ -244,13 +280,18 @@ int CompareMain(const std::vector<std::string>& args) {
   if (!spec.ok()) return ReportFailure(kCmd, spec.status());
   std::string report = absl::StrCat(
       "compare ", f.kernel.kernel, " ", f.kernel.mode, " B=", f.kernel.batch,
-      " T=", f.kernel.seq, " V=", f.kernel.vocab, " ", f.kernel.logits_dtype, ": unsharded vs ",
-      DescribeShardBlocks(*spec, f.kernel.batch, f.kernel.seq, f.kernel.vocab));
+      " T=", f.kernel.seq, " V=", f.kernel.vocab, " ", f.kernel.logits_dtype, ": ",
+      against_sharded ? absl::StrCat("reference ", DescribeShardBlocks(*against_spec,
+                                                                      f.kernel.batch,
+                                                                      f.kernel.seq,
+                                                                      f.kernel.vocab))
+                      : std::string("unsharded"),
+      " vs ", DescribeShardBlocks(*spec, f.kernel.batch, f.kernel.seq, f.kernel.vocab));
   absl::StrAppend(&report, ", inputs: ",
                   f.inputs.empty() ? absl::StrCat("random, seed ", f.seed) : f.inputs, "\n");
   absl::StrAppend(&report,
-                  absl::StrFormat("tolerance: |sharded - unsharded| <= %g + %g * |unsharded|\n",
-                                  atol, rtol));
+                  absl::StrFormat("tolerance: |sharded - %s| <= %g + %g * |%s|\n", ref_label,
+                                  atol, rtol, ref_label));
   absl::StrAppend(&report, absl::StrFormat("%-16s %-20s %-13s %-13s %-16s %s\n", "output",
                                            "shape", "max_abs_diff", "max_rel_diff",
                                            "worst_index", "result"));
@@ -260,7 +301,7 @@ int CompareMain(const std::vector<std::string>& args) {
     const hlo::Literal& g = got->outputs[i];
     if (!g.shape().Compatible(r.shape())) {
       failures.push_back(absl::StrCat(names[i], ": sharded shape ", g.shape().ToString(),
-                                      " vs unsharded ", r.shape().ToString()));
+                                      " vs ", ref_label, " ", r.shape().ToString()));
       continue;
     }
     const OutputDiff d = Diff(g, r, atol, rtol);
@@ -271,25 +312,32 @@ int CompareMain(const std::vector<std::string>& args) {
                                     d.violations == 0 ? "ok" : "MISMATCH"));
     if (d.violations > 0) {
       failures.push_back(absl::StrFormat(
-          "%s: %d of %d elements beyond tolerance; worst %s: sharded %.9g vs unsharded %.9g "
+          "%s: %d of %d elements beyond tolerance; worst %s: sharded %.9g vs %s %.9g "
           "(|diff| %.3g > %.3g)",
-          names[i], d.violations, r.num_elements(), where, g.GetAsDouble(d.worst),
+          names[i], d.violations, r.num_elements(), where, g.GetAsDouble(d.worst), ref_label,
           r.GetAsDouble(d.worst), std::fabs(g.GetAsDouble(d.worst) - r.GetAsDouble(d.worst)),
           atol + rtol * std::fabs(r.GetAsDouble(d.worst))));
     }
   }
-  const int64_t ref_peak = ref->devices.empty() ? 0 : ref->devices[0].stats.peak_bytes;
-  absl::StrAppend(&report, "peak HBM: unsharded ", Bytes(ref_peak), " on one device\n");
+  int64_t ref_peak = 0;
+  for (const runtime::DeviceReport& dev : ref->devices) {
+    ref_peak = std::max(ref_peak, dev.stats.peak_bytes);
+  }
+  absl::StrAppend(&report, "peak HBM: ", ref_label, " ", Bytes(ref_peak),
+                  against_sharded ? absl::StrCat(" per device (the largest of ",
+                                                 ref->devices.size(), ")")
+                                  : std::string(" on one device"),
+                  "\n");
   for (const runtime::DeviceReport& dev : got->devices) {
     absl::StrAppend(&report, absl::StrFormat(
-                                 "  device %d %s: %s sharded vs %s unsharded (%.3fx)\n",
+                                 "  device %d %s: %s sharded vs %s %s (%.3fx)\n",
                                  dev.device_id, dev.name, Bytes(dev.stats.peak_bytes),
-                                 runtime::HumanBytes(ref_peak),
+                                 runtime::HumanBytes(ref_peak), ref_label,
                                  ref_peak > 0 ? static_cast<double>(dev.stats.peak_bytes) /
                                                     static_cast<double>(ref_peak)
                                               : 0.0));
   }
-  absl::StrAppend(&report, absl::StrFormat("wall time: unsharded %.3f s, sharded %.3f s\n",
+  absl::StrAppend(&report, absl::StrFormat("wall time: %s %.3f s, sharded %.3f s\n", ref_label,
                                            ref->wall_seconds, got->wall_seconds));
   if (failures.empty()) {
     absl::StrAppend(&report, "PASS: ", names.size(), " outputs within tolerance\n");

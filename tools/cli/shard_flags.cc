@@ -29,12 +29,13 @@ void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions&
   }
 }
 
-absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f) {
+absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f,
+                                                            absl::string_view p) {
   kernels::ShardingSpec spec;
   absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(f.mesh);
   if (!mesh.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--mesh must be N or AxB with at most ", hlo::kMaxMeshDevices,
+        "--", p, "mesh must be N or AxB with at most ", hlo::kMaxMeshDevices,
         " devices (each size >= 1), got '", f.mesh, "'"));
   }
   spec.mesh = *std::move(mesh);
@@ -43,7 +44,8 @@ absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f)
     absl::StatusOr<kernels::ShardKind> kind = kernels::ParseShardKind(part);
     if (!kind.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--shard expects one of none|batch|seq|vocab per mesh axis, got '", f.shard, "'"));
+          "--", p, "shard expects one of none|batch|seq|vocab per mesh axis, got '", f.shard,
+          "'"));
     }
     kinds.push_back(*kind);
   }
@@ -56,7 +58,8 @@ absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f)
     spec.kind = kinds[0];
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--shard=", f.shard, " has ", kinds.size(), " entries but --mesh=", f.mesh, " has ",
+        "--", p, "shard=", f.shard, " has ", kinds.size(), " entries but --", p, "mesh=", f.mesh,
+        " has ",
         axes, axes == 1 ? " axis" : " axes", " (one of none|batch|seq|vocab per axis)"));
   }
   spec.global_form = f.global_form;
@@ -102,7 +105,7 @@ absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& v,
           absl::StrCat("--", name, " only applies with --kernel=NAME"));
     }
   }
-  ASSIGN_OR_RETURN(kernels::ShardingSpec sharding, ShardingSpecFromFlags(v));
+  ASSIGN_OR_RETURN(kernels::ShardingSpec sharding, ShardingSpecFromFlags(v, p));
   if (v.global_form && !sharding.Sharded()) {
     return absl::InvalidArgumentError(
         "--global-form needs a sharding (--shard=batch, seq or vocab on some axis)");

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "hlo/ir/module.h"
 #include "kernels/grpo_sharded.h"
 #include "tools/cli/flags.h"
@@ -41,7 +42,9 @@ void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions&
 absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& values,
                                  const KernelFlags& kernel, const ShardFlagOptions& options = {});
 
-absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& flags);
+// `prefix` names the flags in messages ("against-").
+absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& flags,
+                                                            absl::string_view prefix = "");
 
 // "2x4 batch,vocab"-style description of the flags.
 std::string DescribeSharding(const kernels::ShardingSpec& sharding);
