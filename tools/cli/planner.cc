@@ -14,11 +14,9 @@
 namespace tpuoff::tools {
 namespace {
 
-// Batches a configuration can take are multiples of this.
-int64_t BatchUnit(const PlanConfig& c, int64_t step) {
-  if (c.shard.shard == "batch") return std::lcm(step, c.shard.mesh);
-  return step;
-}
+// Batches a configuration can take are multiples of this (batch sharding
+// takes any B: a ragged split pads the last shards).
+int64_t BatchUnit(const PlanConfig&, int64_t step) { return step; }
 
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> Build(const PlanConfig& c, int64_t batch) {
   KernelFlags k = c.kernel;
@@ -51,7 +49,7 @@ std::vector<PlanConfig> PlanConfigs(const PlanRequest& r) {
           c.kernel.block_size = block;
           c.kernel.hidden = r.hidden;
           c.kernel.token_chunk = chunk;
-          c.shard.mesh = shard == "none" ? 1 : r.mesh;
+          c.shard.mesh = absl::StrCat(shard == "none" ? 1 : r.mesh);
           c.shard.shard = shard;
           out.push_back(std::move(c));
         }

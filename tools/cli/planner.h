@@ -61,7 +61,7 @@ std::vector<PlanConfig> PlanConfigs(const PlanRequest& request);
 
 // Per-device TPU-padded peak (the worst device group) of `config` at `batch`;
 // INVALID_ARGUMENT when the configuration cannot be built at that batch
-// (e.g. B not divisible by the mesh for batch sharding).
+// (e.g. H not divisible by the token shards when reduce-scattering d_lm_head).
 absl::StatusOr<int64_t> PlanPeakBytes(const PlanConfig& config, int64_t batch);
 // Predicted v6e step time (slowest device) of `config` at `batch`.
 absl::StatusOr<double> PlanPredictedSeconds(const PlanConfig& config, int64_t batch);

@@ -66,6 +66,11 @@ absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f,
   return spec;
 }
 
+int64_t MeshDeviceCount(const ShardFlags& f) {
+  absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(f.mesh);
+  return mesh.ok() ? mesh->num_devices : 1;
+}
+
 std::string DescribeSharding(const kernels::ShardingSpec& s) {
   return absl::StrCat(s.mesh.ShapeString(), " ", s.KindsString());
 }

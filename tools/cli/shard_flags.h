@@ -46,6 +46,9 @@ absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& values,
 absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& flags,
                                                             absl::string_view prefix = "");
 
+// Devices of --mesh (1 when it does not parse).
+int64_t MeshDeviceCount(const ShardFlags& flags);
+
 // "2x4 batch,vocab"-style description of the flags.
 std::string DescribeSharding(const kernels::ShardingSpec& sharding);
 // What each device holds of a [B,T,V] problem: "vocab-sharded over 8 devices
