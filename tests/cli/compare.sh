@@ -30,6 +30,13 @@ for spec in "2x4 batch,vocab" "4x2 batch,vocab" "2x4 seq,vocab" "8 seq" "2x4 bat
 done
 run_cmd 0 "compare 2x4 seq,vocab header" -- compare "${SMALL[@]}" --mesh=2x4 --shard=seq,vocab &&
   expect_in "$WORK/out" "seq,vocab-sharded over mesh 2x4 (8 devices; per device B 2, T 2, V 10)" "2-D header"
+# A v6e-256 pod's mesh: 256 device programs, the peaks summarised.
+run_cmd 0 "compare 16x16 batch,vocab" -- compare --kernel=grpo_tiled --mode=fwd_bwd --batch=16 \
+  --seq=8 --vocab=300 --block-size=16 --mesh=16x16 --shard=batch,vocab --threads=2 && {
+  expect_in "$WORK/out" "batch,vocab-sharded over mesh 16x16 (256 devices; per device B 1, T 8, V 19)" "pod header"
+  expect_in "$WORK/out" "  256 devices: sharded peak from" "pod peaks summarised"
+  expect_in "$WORK/out" "PASS: 6 outputs within tolerance" "pod pass"
+}
 run_cmd 0 "compare fused seq,vocab" -- compare --kernel=grpo_fused_linear --mode=fwd_bwd --batch=2 --seq=5 \
   --vocab=37 --hidden=16 --block-size=8 --mesh=2x4 --shard=seq,vocab &&
   expect_in "$WORK/out" "PASS: 7 outputs within tolerance" "fused seq,vocab pass"

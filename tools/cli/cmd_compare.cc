@@ -328,14 +328,32 @@ int CompareMain(const std::vector<std::string>& args) {
                                                  ref->devices.size(), ")")
                                   : std::string(" on one device"),
                   "\n");
-  for (const runtime::DeviceReport& dev : got->devices) {
+  auto ratio = [&](int64_t peak) {
+    return ref_peak > 0 ? static_cast<double>(peak) / static_cast<double>(ref_peak) : 0.0;
+  };
+  if (got->devices.size() <= 16) {
+    for (const runtime::DeviceReport& dev : got->devices) {
+      absl::StrAppend(&report, absl::StrFormat("  device %d %s: %s sharded vs %s %s (%.3fx)\n",
+                                               dev.device_id, dev.name,
+                                               Bytes(dev.stats.peak_bytes),
+                                               runtime::HumanBytes(ref_peak), ref_label,
+                                               ratio(dev.stats.peak_bytes)));
+    }
+  } else {
+    // A pod's worth of devices: the range instead of one line each.
+    const runtime::DeviceReport* lo = &got->devices[0];
+    const runtime::DeviceReport* hi = &got->devices[0];
+    for (const runtime::DeviceReport& dev : got->devices) {
+      if (dev.stats.peak_bytes < lo->stats.peak_bytes) lo = &dev;
+      if (dev.stats.peak_bytes > hi->stats.peak_bytes) hi = &dev;
+    }
     absl::StrAppend(&report, absl::StrFormat(
-                                 "  device %d %s: %s sharded vs %s %s (%.3fx)\n",
-                                 dev.device_id, dev.name, Bytes(dev.stats.peak_bytes),
+                                 "  %d devices: sharded peak from %s (device %d) to %s (device "
+                                 "%d) vs %s %s (%.3fx at most)\n",
+                                 got->devices.size(), Bytes(lo->stats.peak_bytes), lo->device_id,
+                                 Bytes(hi->stats.peak_bytes), hi->device_id,
                                  runtime::HumanBytes(ref_peak), ref_label,
-                                 ref_peak > 0 ? static_cast<double>(dev.stats.peak_bytes) /
-                                                    static_cast<double>(ref_peak)
-                                              : 0.0));
+                                 ratio(hi->stats.peak_bytes)));
   }
   absl::StrAppend(&report, absl::StrFormat("wall time: %s %.3f s, sharded %.3f s\n", ref_label,
                                            ref->wall_seconds, got->wall_seconds));
