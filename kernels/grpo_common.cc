@@ -101,6 +101,7 @@ XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParam
     }
     case LossType::kSequenceMean: {
       XlaOp per_seq = b->Reduce(m, F32(b, 0), HloOpcode::kAdd, {1});
+      if (hooks.row_sum) per_seq = hooks.row_sum(b, per_seq);
       XlaOp rows = F32(b, global_batch);
       if (c.empty_rows == EmptyRows::kSkip) {
         if (p.total_nonempty_rows.valid()) {
@@ -110,7 +111,7 @@ XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParam
                                      b->BroadcastInDim(F32(b, 1), {c.batch}, {}),
                                      b->BroadcastInDim(F32(b, 0), {c.batch}, {}));
           rows = b->Reduce(nonempty, F32(b, 0), HloOpcode::kAdd, {0});
-          if (hooks.batch_sum) rows = hooks.batch_sum(b, rows);
+          if (hooks.rows_sum) rows = hooks.rows_sum(b, rows);
         }
         rows = hlo::Max(rows, F32(b, 1));
       }

@@ -71,8 +71,17 @@ struct GrpoOutputs {
 
 // Hooks through which sharded variants make batch-wide quantities global.
 struct AggregationHooks {
-  // Sums a scalar across batch shards (Σ mask, the loss). Null: identity.
+  // Sums a scalar over every token of the global batch, i.e. across the
+  // batch and sequence shards (Σ mask, the loss). Null: identity.
   std::function<hlo::XlaOp(hlo::XlaBuilder*, hlo::XlaOp)> batch_sum;
+  // Sums a per-row f32 [B] quantity over the row's tokens held by other
+  // devices, i.e. across sequence shards (Σ_t mask of sequence_mean).
+  // Null: identity.
+  std::function<hlo::XlaOp(hlo::XlaBuilder*, hlo::XlaOp)> row_sum;
+  // Sums a scalar over the rows held by other devices, i.e. across the batch
+  // shards only (every sequence shard of a row holds the whole row's count:
+  // the non-empty rows of empty_rows skip). Null: identity.
+  std::function<hlo::XlaOp(hlo::XlaBuilder*, hlo::XlaOp)> rows_sum;
   // The whole batch size B used by sequence_mean/constant; 0: config.batch.
   int64_t global_batch = 0;
 };

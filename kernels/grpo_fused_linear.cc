@@ -361,7 +361,7 @@ FusedLinearOutputs EmitGrpoFusedLinear(XlaBuilder* b, const GrpoConfig& cfg, Ker
   }
   // 2. The policy terms on whole rows.
   PolicyTerms terms = EmitPolicyTerms(
-      b, cfg, g, logp, entropy, weights,
+      b, cfg, g, logp, entropy, weights, options.aggregation,
       {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
   if (mode != KernelMode::kBwd) {
     out.loss = EmitLoss(b, weights, terms.per_token_loss, options.aggregation);

@@ -20,19 +20,18 @@ absl::Status ValidateFusedLinearSharding(const GrpoConfig& config,
                                          const ShardingSpec& sharding,
                                          const FusedShardingOptions& options) {
   RETURN_IF_ERROR(ValidateFusedLinearConfig(config));
-  if (sharding.kind == ShardKind::kNone) return absl::OkStatus();
-  RETURN_IF_ERROR(hlo::ValidateMesh(sharding.mesh));
-  const int64_t n = sharding.mesh.num_devices;
-  if (sharding.kind == ShardKind::kBatch) {
-    if (config.batch % n != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "grpo_fused_linear batch sharding: B=", config.batch,
-          " is not divisible by the mesh size ", n, " (use vocab sharding)"));
+  if (!sharding.Sharded()) return hlo::ValidateMesh(sharding.mesh);
+  ASSIGN_OR_RETURN(ShardLayout layout, LayoutOf(sharding));
+  const int64_t ntok = layout.nb * layout.ns;
+  if (options.reduce_scatter_d_lm_head) {
+    if (ntok == 1) {
+      return absl::InvalidArgumentError(
+          "grpo_fused_linear: reduce-scattering d_lm_head needs batch or seq sharding");
     }
-    if (options.reduce_scatter_d_lm_head && config.hidden % n != 0) {
+    if (config.hidden % ntok != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "grpo_fused_linear batch sharding: reduce-scattering d_lm_head needs H=",
-          config.hidden, " divisible by the mesh size ", n));
+          "grpo_fused_linear: reduce-scattering d_lm_head needs H=", config.hidden,
+          " divisible by the ", ntok, " batch/seq shards"));
     }
   }
   return absl::OkStatus();
@@ -73,18 +72,12 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinearSharded(
   RETURN_IF_ERROR(ValidateFusedLinearSharding(spec.config, sharding, options));
   // The unsharded module fixes the global signature: names, shapes, order.
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> global, BuildKernel(spec));
-  if (sharding.kind == ShardKind::kNone) return global;
+  if (!sharding.Sharded()) return global;
 
-  const int64_t n = sharding.mesh.num_devices;
+  ASSIGN_OR_RETURN(ShardLayout layout, LayoutOf(sharding));
   const GrpoConfig& c = spec.config;
-  const bool batch = sharding.kind == ShardKind::kBatch;
-  const bool scatter = batch && options.reduce_scatter_d_lm_head;
-  GrpoConfig local = c;
-  if (batch) {
-    local.batch = c.batch / n;
-  } else {
-    local.vocab = hlo::ShardSize(c.vocab, n);
-  }
+  const bool scatter = options.reduce_scatter_d_lm_head;
+  const GrpoConfig local = LocalConfig(c, layout);
 
   std::vector<hlo::ShardMapInput> inputs;
   std::vector<std::string> param_names;
@@ -92,30 +85,18 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinearSharded(
     hlo::ShardMapInput in;
     in.name = param->name();
     in.global_shape = hlo::Shape(param->shape().element_type(), param->shape().dimensions());
-    if (batch) {
-      // Everything indexed by the batch but the shared lm_head.
-      if (in.global_shape.rank() > 0 && in.name != "lm_head") in.spec = PartitionSpec::Split(0);
-    } else if (in.name == "lm_head") {
-      in.spec = PartitionSpec::Split(1, /*allow_padding=*/true);
-    }
+    in.spec = ArraySpec(layout, in.name, in.global_shape.rank());
     param_names.push_back(in.name);
     inputs.push_back(std::move(in));
   }
-  std::vector<hlo::ShardMapOutput> outputs;
-  for (const std::string& name : global->OutputNames()) {
-    hlo::ShardMapOutput out;
-    out.name = name;
-    if (batch) {
-      if (name == "d_lm_head") {
-        if (scatter) out.spec = PartitionSpec::Split(0);
-      } else if (name != "loss") {
-        out.spec = PartitionSpec::Split(0);
-      }
-    } else if (name == "d_lm_head") {
-      out.spec = PartitionSpec::Split(1);
-      out.global_split_size = c.vocab;
+  std::vector<hlo::ShardMapOutput> outputs = ShardedOutputs(*global, layout);
+  if (scatter) {
+    // d_lm_head's rows are reduce-scattered over the token axes.
+    for (hlo::ShardMapOutput& out : outputs) {
+      if (out.name != "d_lm_head") continue;
+      out.spec.dims.insert(out.spec.dims.begin(), {0, layout.tokens});
+      out.global_sizes.insert(out.global_sizes.begin(), {0, c.hidden});
     }
-    outputs.push_back(std::move(out));
   }
 
   auto body = [&](ShardMapContext& ctx, absl::Span<const XlaOp> args) {
@@ -125,32 +106,43 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildGrpoFusedLinearSharded(
     if (p.grpo.chosen_ids.valid()) {
       p.grpo.chosen_ids = SanitizeChosenIds(b, p.grpo.chosen_ids, c.vocab);
     }
+    if (p.grpo.completion_mask.valid()) {
+      p.grpo.completion_mask = MaskShardPadding(ctx, layout, c, p.grpo.completion_mask);
+    }
     FusedLinearOptions o;
-    if (batch) {
-      o.aggregation.batch_sum = [&ctx](XlaBuilder*, XlaOp x) { return ctx.Psum(x); };
-      o.aggregation.global_batch = c.batch;
+    o.aggregation = ShardAggregationHooks(ctx, layout, c);
+    const hlo::AxisSet tokens = layout.tokens;
+    if (!tokens.empty()) {
+      // Each device's d_lm_head is a partial sum over its tokens.
       if (scatter) {
-        o.reduce_d_lm_head_tile = [&ctx](XlaBuilder*, XlaOp t) { return ctx.PsumScatter(t, 0); };
-        o.d_lm_head_row_shards = n;
+        o.reduce_d_lm_head_tile = [&ctx, tokens](XlaBuilder*, XlaOp t) {
+          return ctx.PsumScatter(t, 0, tokens);
+        };
+        o.d_lm_head_row_shards = layout.nb * layout.ns;
       } else {
-        o.reduce_d_lm_head_tile = [&ctx](XlaBuilder*, XlaOp t) { return ctx.Psum(t); };
+        o.reduce_d_lm_head_tile = [&ctx, tokens](XlaBuilder*, XlaOp t) {
+          return ctx.Psum(t, tokens);
+        };
       }
-    } else {
-      o.vocab_offset = ctx.ShardOffset(c.vocab);
-      if (c.vocab % n != 0) o.vocab_valid_width = ctx.ValidShardSize(c.vocab);
-      o.merge_vocab_stats = [&ctx](XlaBuilder*, const VocabStats& st, const StatsSpec& s) {
-        return MergeVocabShards(ctx, st, s);
+    }
+    if (!layout.vocab.empty()) {
+      const hlo::AxisSet vocab = layout.vocab;
+      o.vocab_offset = ctx.ShardOffset(c.vocab, vocab);
+      if (c.vocab % layout.nv != 0) o.vocab_valid_width = ctx.ValidShardSize(c.vocab, vocab);
+      o.merge_vocab_stats = [&ctx, vocab](XlaBuilder*, const VocabStats& st,
+                                          const StatsSpec& s) {
+        return MergeVocabShards(ctx, st, s, vocab);
       };
-      o.reduce_d_hidden = [&ctx](XlaBuilder*, XlaOp x) { return ctx.Psum(x); };
+      o.reduce_d_hidden = [&ctx, vocab](XlaBuilder*, XlaOp x) { return ctx.Psum(x, vocab); };
     }
     return OutputsInOrder(EmitGrpoFusedLinear(b, local, spec.mode, p, o), spec.mode);
   };
   hlo::ShardMapOptions map_options;
   map_options.global_form = sharding.global_form;
-  const std::string name = absl::StrCat(global->name(), "_", ShardKindName(sharding.kind),
-                                        scatter ? "_scatter" : "", "_sharded");
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module,
-                   hlo::ShardMap(name, sharding.mesh, inputs, outputs, body, map_options));
+                   hlo::ShardMap(ShardedModuleName(global->name(), sharding,
+                                                   scatter ? "_scatter" : ""),
+                                 sharding.mesh, inputs, outputs, body, map_options));
   if (spec.mode != KernelMode::kFwd) RETURN_IF_ERROR(SetDLmHeadLayout(*module));
   return module;
 }

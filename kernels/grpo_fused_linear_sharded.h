@@ -1,21 +1,24 @@
-// The fused LM-head + GRPO kernel sharded over a 1-D mesh with
-// hlo::ShardMap (see kernels/grpo_sharded.h for the conventions).
+// The fused LM-head + GRPO kernel sharded over a device mesh with
+// hlo::ShardMap (see kernels/grpo_sharded.h for the conventions: each mesh
+// axis shards the batch, the sequence or the vocab, or nothing).
 //
-// Batch sharding: hidden and every per-token array are split along B (N
-// must divide B), lm_head is replicated. Σ mask and the loss are
-// all-reduced; each device's d_lm_head is a partial sum over its tokens,
-// summed tile by tile inside the vocab loop in f32 before the store: by an
-// all-reduce (d_lm_head replicated), or by a reduce-scatter along H (each
-// device keeps H/N rows, ZeRO style; N must divide H). d_hidden and the
-// per-token outputs stay split along B.
+// Batch and seq axes split hidden and every per-token array along B and T
+// (ragged splits padded, padding rows masked); lm_head is replicated over
+// them. Σ mask and the loss are summed over the token (batch and seq) axes,
+// sequence_mean's per-row counts over the seq axes; each device's d_lm_head
+// is a partial sum over its tokens, summed tile by tile inside the vocab
+// loop in f32 before the store over the token axes: by an all-reduce
+// (d_lm_head replicated over them), or by a reduce-scatter along H (each
+// device keeps H/n rows, ZeRO style; n, the number of token shards, must
+// divide H). d_hidden and the per-token outputs stay split.
 //
-// Vocab sharding: lm_head is split by columns into shards of ceil(V/N) (the
-// last ones padded, as XLA tiles an uneven dimension); hidden and the
-// per-token arrays are replicated. Each token chunk's local statistics are
-// merged across devices (MergeVocabShards) before they are finalised, so the
-// per-token outputs are replicated; d_lm_head stays split by columns and
-// each device's f32 partial d_hidden (its columns' contribution) is summed
-// with one all-reduce at the end.
+// Vocab axes split lm_head by columns into shards of ceil(V/n) (the last
+// ones padded, as XLA tiles an uneven dimension). Each token chunk's local
+// statistics are merged over the vocab axes (MergeVocabShards) before they
+// are finalised, so the per-token outputs are replicated over them;
+// d_lm_head stays split by columns and each device's f32 partial d_hidden
+// (its columns' contribution) is summed over the vocab axes with one
+// all-reduce at the end.
 #ifndef TPUOFF_KERNELS_GRPO_FUSED_LINEAR_SHARDED_H_
 #define TPUOFF_KERNELS_GRPO_FUSED_LINEAR_SHARDED_H_
 
@@ -30,13 +33,13 @@
 namespace tpuoff::kernels {
 
 struct FusedShardingOptions {
-  // Batch sharding only: reduce-scatter d_lm_head along H instead of
+  // Batch/seq axes: reduce-scatter d_lm_head along H over them instead of
   // all-reducing it (default: all-reduce, a replicated d_lm_head).
   bool reduce_scatter_d_lm_head = false;
 };
 
-// INVALID_ARGUMENT for a bad mesh or config, B not divisible by N (batch),
-// or H not divisible by N (batch with reduce-scatter).
+// INVALID_ARGUMENT for a bad mesh, kinds list or config, or H not divisible
+// by the token shards (reduce-scatter).
 absl::Status ValidateFusedLinearSharding(const GrpoConfig& config,
                                          const ShardingSpec& sharding,
                                          const FusedShardingOptions& options = {});

@@ -1,5 +1,6 @@
 #include "kernels/grpo_policy.h"
 
+#include <functional>
 #include <vector>
 
 #include "kernels/vocab_stats.h"
@@ -18,11 +19,17 @@ namespace {
 struct Rows {
   XlaBuilder* b;
   std::vector<int64_t> dims;
+  // Σ_t over the row's tokens on other devices (sequence shards); null:
+  // the rows are whole here.
+  std::function<XlaOp(XlaBuilder*, XlaOp)> row_sum;
 
   XlaOp Fill(double v) const { return b->BroadcastInDim(F32(b, v), dims, {}); }
   XlaOp Keep(XlaOp pred, XlaOp x) const { return b->Select(pred, x, Fill(0)); }
   // Σ_t x_bt as [B]; PerRow broadcasts a [B] array back over T.
-  XlaOp RowSum(XlaOp x) const { return b->Reduce(x, F32(b, 0), HloOpcode::kAdd, {1}); }
+  XlaOp RowSum(XlaOp x) const {
+    XlaOp local = b->Reduce(x, F32(b, 0), HloOpcode::kAdd, {1});
+    return row_sum ? row_sum(b, local) : local;
+  }
   XlaOp PerRow(XlaOp x) const { return b->BroadcastInDim(x, dims, {0}); }
   XlaOp Cmp(XlaOp x, double v, ComparisonDirection dir) const {
     return b->Compare(x, F32(b, v), dir);
@@ -180,8 +187,9 @@ Kl EmitKl(const Rows& rows, const GrpoConfig& c, XlaOp logp, XlaOp ref) {
 }  // namespace
 
 PolicyTerms EmitPolicyTerms(XlaBuilder* b, const GrpoConfig& c, const GrpoParams& p,
-                            XlaOp logp, XlaOp entropy, XlaOp weights, PolicyTermsWanted wanted) {
-  const Rows rows{b, logp.shape().dimensions()};
+                            XlaOp logp, XlaOp entropy, XlaOp weights,
+                            const AggregationHooks& hooks, PolicyTermsWanted wanted) {
+  const Rows rows{b, logp.shape().dimensions(), hooks.row_sum};
   XlaOp mask = p.completion_mask;
   XlaOp mask_on = rows.Cmp(mask, 0, ComparisonDirection::kNe);
   XlaOp adv = AdvantagesBT(b, c, p);

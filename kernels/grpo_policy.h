@@ -39,7 +39,8 @@ struct PolicyTerms {
 // EmitAggregationWeights' g.
 PolicyTerms EmitPolicyTerms(hlo::XlaBuilder* b, const GrpoConfig& config,
                             const GrpoParams& params, hlo::XlaOp logp, hlo::XlaOp entropy,
-                            hlo::XlaOp weights, PolicyTermsWanted wanted = {});
+                            hlo::XlaOp weights, const AggregationHooks& hooks,
+                            PolicyTermsWanted wanted = {});
 
 // The per-row coefficients of the vocab gradient
 //   dz_v = c·(1[v = y] − p_v) + e·q_v·(log q_v + H)

@@ -100,7 +100,7 @@ GrpoOutputs EmitGrpoReference(XlaBuilder* b, const GrpoConfig& c, KernelMode mod
     }
   }
   PolicyTerms terms = EmitPolicyTerms(
-      b, c, p, logp, entropy, weights,
+      b, c, p, logp, entropy, weights, hooks,
       {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
   if (mode != KernelMode::kBwd) {
     out.per_token_loss = terms.per_token_loss;

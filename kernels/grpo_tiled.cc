@@ -282,7 +282,7 @@ GrpoOutputs EmitGrpoTiled(XlaBuilder* b, const GrpoConfig& c, KernelMode mode,
   }
   // 2. The policy terms on whole rows.
   PolicyTerms terms = EmitPolicyTerms(
-      b, c, p, fw.logp, fw.entropy, weights,
+      b, c, p, fw.logp, fw.entropy, weights, options.aggregation,
       {.loss = mode != KernelMode::kBwd, .grad = mode != KernelMode::kFwd});
   GrpoOutputs out;
   if (mode != KernelMode::kBwd) {

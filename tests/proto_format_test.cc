@@ -713,8 +713,8 @@ TEST_F(ProtoImportErrors, UnknownElementTypes) {
       static_cast<xla::PrimitiveType>(999));
   ExpectError(absl::StatusCode::kInvalidArgument,
               {"instruction 'dot'", "shape", "unknown element_type 999"});
-  MutableInstr(&proto_, "dot")->mutable_shape()->set_element_type(xla::C64);
-  ExpectError(absl::StatusCode::kUnimplemented, {"element_type C64 is not supported"});
+  MutableInstr(&proto_, "dot")->mutable_shape()->set_element_type(xla::F8E4M3FN);
+  ExpectError(absl::StatusCode::kUnimplemented, {"element_type F8E4M3FN is not supported"});
 }
 
 TEST_F(ProtoImportErrors, BadDimensions) {

@@ -343,24 +343,36 @@ TEST(ShardedKernelsTest, Errors) {
   c.batch = 3;
   c.seq = 4;
   c.vocab = 64;
-  auto r = BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, c},
-                              Sharded(ShardKind::kBatch, 2));
+  // A kinds list that does not match the mesh's axes.
+  ShardingSpec three;
+  three.mesh = hlo::Mesh::Grid({2, 4});
+  three.axis_kinds = {ShardKind::kBatch, ShardKind::kVocab, ShardKind::kSeq};
+  auto r = BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, c}, three);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(),
-              ::testing::HasSubstr("B=3 is not divisible by the mesh size 2"));
+              ::testing::HasSubstr("3 entries (batch,vocab,seq) for the 2 axes of mesh 2x4"));
   r = BuildShardedKernel({KernelKind::kGrpoReference, KernelMode::kFwdBwd, c},
                          Sharded(ShardKind::kVocab, 2));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("vocab sharding needs a tiled kernel"));
+  ShardingSpec seq_vocab;
+  seq_vocab.mesh = hlo::Mesh::Grid({2, 4});
+  seq_vocab.axis_kinds = {ShardKind::kSeq, ShardKind::kVocab};
+  r = BuildShardedKernel({KernelKind::kEntropyReference, KernelMode::kFwd, c}, seq_vocab);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("vocab sharding needs a tiled kernel"));
   r = BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, c},
                          Sharded(ShardKind::kVocab, 0));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("number of devices"));
-  // Batch 3 on a mesh of 3 is fine; none is the unsharded module.
-  EXPECT_TRUE(BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, c},
-                                 Sharded(ShardKind::kBatch, 3))
-                  .ok());
+  // Ragged splits are fine: B=3 over 2 and 8 devices (whole shards of
+  // padding rows), T=4 over 8; none is the unsharded module.
+  for (const ShardingSpec& s : {Sharded(ShardKind::kBatch, 2), Sharded(ShardKind::kBatch, 8),
+                                Sharded(ShardKind::kSeq, 8)}) {
+    auto m = BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, c}, s);
+    EXPECT_TRUE(m.ok()) << s.KindsString() << " " << s.mesh.num_devices << ": " << m.status();
+  }
   auto plain = BuildShardedKernel({KernelKind::kGrpoTiled, KernelMode::kFwd, c},
                                   Sharded(ShardKind::kNone, 8));
   ASSERT_TRUE(plain.ok()) << plain.status();

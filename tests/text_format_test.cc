@@ -415,7 +415,7 @@ constexpr char kHead[] = "HloModule m\nENTRY %e (p: f32[4]) -> f32[4] {\n  %p = 
 const BadInput kBadInputs[] = {
     {"UnknownOpcode", "  ROOT %r = f32[4]{0} $frobnicate(%p)\n}", absl::StatusCode::kInvalidArgument, "frobnicate"},
     {"UnmodelledAttribute", "  ROOT %r = f32[4]{0} fft(%p), $fft_type=FFT\n}", absl::StatusCode::kUnimplemented, "fft_type of fft"},
-    {"ElidedConstantDots", "  ROOT %r = f32[4]{0} constant({$...})\n}", absl::StatusCode::kInvalidArgument, "..."},
+    {"PartlyElidedConstant", "  ROOT %r = f32[4]{0} constant({1, $...})\n}", absl::StatusCode::kInvalidArgument, "only a whole constant may be elided"},
     {"HugeShape", "  ROOT %r = $f32[99999999999]{0} parameter(1)\n}", absl::StatusCode::kInvalidArgument, "f32"},
     {"HugeProductShape", "  ROOT %r = $f32[1000000,1000000]{1,0} parameter(1)\n}", absl::StatusCode::kInvalidArgument, "f32"},
     {"MissingParen", "  ROOT %r = f32[4]{0} negate(%p\n$}", absl::StatusCode::kInvalidArgument, "}"},
@@ -434,7 +434,7 @@ const BadInput kBadInputs[] = {
     {"F16OutOfRange", "  ROOT %r = f16[] constant($70000)\n}", absl::StatusCode::kInvalidArgument, "70000"},
     {"FloatForInteger", "  ROOT %r = s32[] constant($1.5)\n}", absl::StatusCode::kInvalidArgument, "1.5"},
     {"DynamicDimension", "  ROOT %r = f32[$<=4]{0} parameter(1)\n}", absl::StatusCode::kUnimplemented, "<="},
-    {"ComplexType", "  ROOT %r = $c64[4]{0} parameter(1)\n}", absl::StatusCode::kUnimplemented, "c64"},
+    {"Fp8Type", "  ROOT %r = $f8e4m3fn[4]{0} parameter(1)\n}", absl::StatusCode::kUnimplemented, "f8e4m3fn"},
     {"InstructionCycle", "  $%a = f32[4]{0} negate(%b)\n  %b = f32[4]{0} negate(%a)\n  ROOT %r = f32[4]{0} add(%a, %b)\n}", absl::StatusCode::kInvalidArgument, "%a"},
     {"BadLayout", "  ROOT %r = f32[2,2]${0,0} parameter(1)\n}", absl::StatusCode::kInvalidArgument, "{"},
     {"ParameterNumberGap", "  ROOT %r = f32[4]{0} $parameter(5)\n}", absl::StatusCode::kInvalidArgument, "parameter"},

@@ -159,6 +159,8 @@ bool IsFusibleUpdate(const HloInstruction& dus) {
 bool IsLoopFusible(const HloInstruction& instr) {
   if (!instr.shape().IsArray()) return false;
   const HloOpcode op = instr.opcode();
+  // An elided constant ({...}) has no values to fold in: it stays a buffer.
+  if (op == HloOpcode::kConstant && !instr.has_literal()) return false;
   if (IsElementwiseUnary(op) || IsElementwiseBinary(op)) return true;
   if (op == HloOpcode::kDynamicSlice) {
     // Scalar starts only (the old single-vector form is not fused).
@@ -170,6 +172,9 @@ bool IsLoopFusible(const HloInstruction& instr) {
     return true;
   }
   switch (op) {
+    case HloOpcode::kReal:
+    case HloOpcode::kImag:
+    case HloOpcode::kComplex:
     case HloOpcode::kConvert:
     case HloOpcode::kCompare:
     case HloOpcode::kSelect:
@@ -215,6 +220,9 @@ bool IsStreamingReduce(const HloInstruction& x) {
     return false;
   }
   if (!MatchReducer(x.to_apply()).has_value()) return false;
+  // Complex sums go through the general reduce (the streaming lanes hold
+  // at most 8-byte values).
+  if (IsComplex(x.shape().element_type())) return false;
   std::vector<int64_t> dims = x.dimensions();
   std::sort(dims.begin(), dims.end());
   const int64_t rank = x.operand(0)->shape().rank();

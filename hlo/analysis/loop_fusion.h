@@ -18,8 +18,8 @@
 namespace tpuoff::hlo {
 
 // Whether a fused loop can express `instr` as a group member: elementwise
-// ops, convert, compare, select, clamp, is-finite, iota, constants and the
-// index-mapping ops below.
+// ops, convert, compare, select, clamp, is-finite, real, imag, complex, iota,
+// constants and the index-mapping ops below.
 bool IsLoopFusible(const HloInstruction& instr);
 
 // broadcast, transpose, slice, reverse, dynamic-slice: ops a fused loop

@@ -67,6 +67,8 @@ double Literal::GetAsDouble(int64_t i) const {
     case PrimitiveType::kF16: return F16ToF32(data<uint16_t>()[i]);
     case PrimitiveType::kU64:
       return static_cast<double>(data<uint64_t>()[i]);
+    case PrimitiveType::kC64: return data<float>()[2 * i];  // the real part
+    case PrimitiveType::kC128: return data<double>()[2 * i];
     default: return static_cast<double>(GetAsInt64(i));
   }
 }
@@ -82,6 +84,14 @@ void Literal::SetFromDouble(int64_t i, double v) {
       data<uint16_t>()[i] = F32ToF16(static_cast<float>(v));
       return;
     case PrimitiveType::kPred: data<uint8_t>()[i] = v != 0; return;
+    case PrimitiveType::kC64:
+      data<float>()[2 * i] = static_cast<float>(v);
+      data<float>()[2 * i + 1] = 0;
+      return;
+    case PrimitiveType::kC128:
+      data<double>()[2 * i] = v;
+      data<double>()[2 * i + 1] = 0;
+      return;
     default: SetFromInt64(i, static_cast<int64_t>(v)); return;
   }
 }
@@ -97,7 +107,13 @@ int64_t Literal::GetAsInt64(int64_t i) const {
     case PrimitiveType::kU16: return data<uint16_t>()[i];
     case PrimitiveType::kU32: return data<uint32_t>()[i];
     case PrimitiveType::kU64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    default: return static_cast<int64_t>(GetAsDouble(i));
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kC64:
+    case PrimitiveType::kC128: return static_cast<int64_t>(GetAsDouble(i));
+    default: return 0;  // token / tuple / invalid: no elements
   }
 }
 
@@ -112,7 +128,13 @@ void Literal::SetFromInt64(int64_t i, int64_t v) {
     case PrimitiveType::kU16: data<uint16_t>()[i] = static_cast<uint16_t>(v); return;
     case PrimitiveType::kU32: data<uint32_t>()[i] = static_cast<uint32_t>(v); return;
     case PrimitiveType::kU64: data<uint64_t>()[i] = static_cast<uint64_t>(v); return;
-    default: SetFromDouble(i, static_cast<double>(v)); return;
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+    case PrimitiveType::kBF16:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kC64:
+    case PrimitiveType::kC128: SetFromDouble(i, static_cast<double>(v)); return;
+    default: return;
   }
 }
 

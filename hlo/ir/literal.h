@@ -61,7 +61,8 @@ class Literal {
     return reinterpret_cast<const T*>(raw());
   }
 
-  // Element access through double / int64 (bf16, f16 converted; pred 0/1).
+  // Element access through double / int64 (bf16, f16 converted; pred 0/1;
+  // complex: the real part, set with a zero imaginary part).
   double GetAsDouble(int64_t linear_index) const;
   void SetFromDouble(int64_t linear_index, double value);
   int64_t GetAsInt64(int64_t linear_index) const;

@@ -20,6 +20,7 @@ constexpr TypeInfo kTypes[] = {
     {PrimitiveType::kU64, "u64", 8},   {PrimitiveType::kF16, "f16", 2},
     {PrimitiveType::kF32, "f32", 4},   {PrimitiveType::kF64, "f64", 8},
     {PrimitiveType::kBF16, "bf16", 2}, {PrimitiveType::kToken, "token", 0},
+    {PrimitiveType::kC64, "c64", 8},   {PrimitiveType::kC128, "c128", 16},
 };
 
 const TypeInfo* Find(PrimitiveType type) {
@@ -58,6 +59,16 @@ int64_t ByteWidth(PrimitiveType type) {
 bool IsFloatingPoint(PrimitiveType t) {
   return t == PrimitiveType::kF16 || t == PrimitiveType::kF32 ||
          t == PrimitiveType::kF64 || t == PrimitiveType::kBF16;
+}
+
+bool IsComplex(PrimitiveType t) {
+  return t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
+}
+
+PrimitiveType ComplexComponentType(PrimitiveType t) {
+  if (t == PrimitiveType::kC64) return PrimitiveType::kF32;
+  if (t == PrimitiveType::kC128) return PrimitiveType::kF64;
+  return t;
 }
 
 bool IsSignedInteger(PrimitiveType t) {

@@ -25,8 +25,10 @@ enum class PrimitiveType : int {
   kF32 = 11,
   kF64 = 12,
   kTuple = 13,
+  kC64 = 15,   // (re, im) f32 pair, as std::complex<float>
   kBF16 = 16,
   kToken = 17,
+  kC128 = 18,  // (re, im) f64 pair
 };
 
 // "f32", "bf16", "pred", "token", ... as in HLO text.
@@ -37,7 +39,12 @@ bool IsKnownPrimitiveType(int value);
 
 // Bytes per element of an array type; 0 for tuple/token/invalid.
 int64_t ByteWidth(PrimitiveType type);
+// Real floating-point types (f16, bf16, f32, f64); complex types are not.
 bool IsFloatingPoint(PrimitiveType type);
+bool IsComplex(PrimitiveType type);
+// The component type of a complex type (c64 -> f32, c128 -> f64); the
+// type itself otherwise.
+PrimitiveType ComplexComponentType(PrimitiveType type);
 bool IsSignedInteger(PrimitiveType type);
 bool IsUnsignedInteger(PrimitiveType type);
 inline bool IsInteger(PrimitiveType t) {

@@ -125,6 +125,11 @@ absl::StatusOr<Shape> Elementwise(HloOpcode op, Span operands) {
     case HloOpcode::kMulhi:
       if (!IsInteger(t)) return Err(op, "needs integer operands");
       break;
+    case HloOpcode::kRemainder:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+      if (IsComplex(t)) return Err(op, "is not defined for complex operands");
+      [[fallthrough]];
     case HloOpcode::kNegate:
     case HloOpcode::kAbs:
     case HloOpcode::kSign:
@@ -132,18 +137,29 @@ absl::StatusOr<Shape> Elementwise(HloOpcode op, Span operands) {
     case HloOpcode::kSubtract:
     case HloOpcode::kMultiply:
     case HloOpcode::kDivide:
-    case HloOpcode::kRemainder:
     case HloOpcode::kPower:
-    case HloOpcode::kMaximum:
-    case HloOpcode::kMinimum:
       if (t == PrimitiveType::kPred && op != HloOpcode::kMaximum &&
           op != HloOpcode::kMinimum) {
         return Err(op, "does not take pred operands");
       }
       break;
-    default:  // transcendental and rounding ops
+    // Real-only transcendental and rounding ops.
+    case HloOpcode::kFloor:
+    case HloOpcode::kCeil:
+    case HloOpcode::kRoundNearestAfz:
+    case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kErf:
+    case HloOpcode::kCbrt:
+    case HloOpcode::kAtan2:
       if (!IsFloatingPoint(t)) return Err(op, "needs floating-point operands");
+      break;
+    default:  // transcendental ops: real or complex
+      if (!IsFloatingPoint(t) && !IsComplex(t)) {
+        return Err(op, "needs floating-point or complex operands");
+      }
   }
+  // abs of a complex value is its (real) magnitude.
+  if (op == HloOpcode::kAbs) t = ComplexComponentType(t);
   return Shape(t, a.dimensions());
 }
 
@@ -510,7 +526,39 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
     case HloOpcode::kConvert: {
       RETURN_IF_ERROR(NeedArrays(op, operands));
       RETURN_IF_ERROR(NeedDeclared(op, declared));
+      if (IsComplex(operands[0]->element_type()) && declared->IsArray() &&
+          !IsComplex(declared->element_type())) {
+        return Err(op, absl::StrCat("conversion from complex to real type ",
+                                    PrimitiveTypeName(operands[0]->element_type()), " => ",
+                                    PrimitiveTypeName(declared->element_type()),
+                                    " is not defined (use real/imag)"));
+      }
       return Shape(declared->element_type(), operands[0]->dimensions());
+    }
+    case HloOpcode::kReal:
+    case HloOpcode::kImag: {
+      RETURN_IF_ERROR(NeedArrays(op, operands));
+      const PrimitiveType t = operands[0]->element_type();
+      if (!IsComplex(t) && !IsFloatingPoint(t)) {
+        return Err(op, "needs a complex or floating-point operand");
+      }
+      return Shape(ComplexComponentType(t), operands[0]->dimensions());
+    }
+    case HloOpcode::kComplex: {
+      RETURN_IF_ERROR(NeedArrays(op, operands));
+      const Shape& re = *operands[0];
+      const Shape& im = *operands[1];
+      if (re.element_type() != im.element_type() ||
+          (re.element_type() != PrimitiveType::kF32 &&
+           re.element_type() != PrimitiveType::kF64)) {
+        return Err(op, "needs two f32 or two f64 operands");
+      }
+      if (re.dimensions() != im.dimensions()) {
+        return Err(op, absl::StrCat("operand shapes differ: ", Str(re), " vs ", Str(im)));
+      }
+      return Shape(re.element_type() == PrimitiveType::kF32 ? PrimitiveType::kC64
+                                                            : PrimitiveType::kC128,
+                   re.dimensions());
     }
     case HloOpcode::kBitcastConvert: {
       RETURN_IF_ERROR(NeedArrays(op, operands));

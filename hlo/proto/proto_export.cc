@@ -222,10 +222,9 @@ absl::Status Exporter::ExportInstruction(const HloComputation& comp,
   }
   if (instr.sharding().has_value()) ShardingToProto(*instr.sharding(), p->mutable_sharding());
 
-  if (op == HloOpcode::kConstant) {
-    if (!instr.has_literal()) {
-      return absl::FailedPreconditionError(absl::StrCat(where, ": constant has no literal"));
-    }
+  // A constant whose values were elided ({...}) is written without a
+  // literal, which XLA's loader also accepts.
+  if (op == HloOpcode::kConstant && instr.has_literal()) {
     absl::Status s = LiteralToProto(instr.literal(), instr.shape(), p->mutable_literal());
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
   }

@@ -134,6 +134,12 @@ std::pair<int64_t, absl::string_view> FieldCount(const xla::LiteralProto& p,
     case PrimitiveType::kU64: return {p.u64s_size(), "u64s"};
     case PrimitiveType::kF32: return {p.f32s_size(), "f32s"};
     case PrimitiveType::kF64: return {p.f64s_size(), "f64s"};
+    // Complex values are interleaved (re, im) pairs; an odd count is caught
+    // by the element count check.
+    case PrimitiveType::kC64:
+      return {p.c64s_size() % 2 ? -1 : p.c64s_size() / 2, "c64s"};
+    case PrimitiveType::kC128:
+      return {p.c128s_size() % 2 ? -1 : p.c128s_size() / 2, "c128s"};
     default: return {-1, "?"};
   }
 }
@@ -327,6 +333,8 @@ absl::Status LiteralToProto(const Literal& literal, const Shape& layout_shape,
     case PrimitiveType::kU64: AppendTyped<uint64_t>(phys, proto->mutable_u64s()); break;
     case PrimitiveType::kF32: AppendTyped<float>(phys, proto->mutable_f32s()); break;
     case PrimitiveType::kF64: AppendTyped<double>(phys, proto->mutable_f64s()); break;
+    case PrimitiveType::kC64: AppendTyped<float>(phys, proto->mutable_c64s()); break;
+    case PrimitiveType::kC128: AppendTyped<double>(phys, proto->mutable_c128s()); break;
     default:
       return absl::UnimplementedError(absl::StrCat(
           "literal element type ", PrimitiveTypeName(type), " cannot be serialized"));
@@ -399,6 +407,8 @@ absl::StatusOr<Literal> LiteralFromProto(const xla::LiteralProto& proto,
     case PrimitiveType::kU64: CopyTyped<uint64_t>(proto.u64s(), phys.data()); break;
     case PrimitiveType::kF32: CopyTyped<float>(proto.f32s(), phys.data()); break;
     case PrimitiveType::kF64: CopyTyped<double>(proto.f64s(), phys.data()); break;
+    case PrimitiveType::kC64: CopyTyped<float>(proto.c64s(), phys.data()); break;
+    case PrimitiveType::kC128: CopyTyped<double>(proto.c128s(), phys.data()); break;
     default:
       return absl::UnimplementedError(absl::StrCat(
           where, ": literal element type ", PrimitiveTypeName(type), " is not supported"));

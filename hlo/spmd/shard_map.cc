@@ -14,43 +14,56 @@ absl::Status CheckSpec(const PartitionSpec& spec, const Shape& shape, const Mesh
     return absl::InvalidArgumentError(
         absl::StrCat("shard_map: ", what, " must be an array, got ", shape.ToString()));
   }
-  if (!spec.split_dim.has_value()) return absl::OkStatus();
-  const int64_t dim = *spec.split_dim;
-  if (dim < 0 || dim >= shape.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat("shard_map: ", what, " ",
-                                                   shape.ToString(), " has no dimension ",
-                                                   dim, " to split over the mesh axis"));
+  if (spec.split_dim.has_value() && !spec.dims.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard_map: ", what, " has both split_dim and dims"));
   }
-  return absl::OkStatus();
+  AxisSet all_axes;
+  std::vector<bool> dim_seen(shape.rank(), false);
+  for (const auto& [dim, axes] : spec.Resolve(mesh)) {
+    if (dim < 0 || dim >= shape.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("shard_map: ", what, " ",
+                                                     shape.ToString(), " has no dimension ",
+                                                     dim, " to split over the mesh"));
+    }
+    if (dim_seen[dim]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shard_map: ", what, " splits dimension ", dim, " twice"));
+    }
+    dim_seen[dim] = true;
+    all_axes.insert(all_axes.end(), axes.begin(), axes.end());
+  }
+  return CheckAxisSet(mesh, all_axes, absl::StrCat("shard_map: ", what));
 }
 
 HloSharding ShardingOf(const PartitionSpec& spec, int64_t rank, const Mesh& mesh) {
-  if (!spec.split_dim.has_value()) return HloSharding::Replicated();
-  return SplitSharding(rank, *spec.split_dim, mesh.num_devices);
+  return MeshSharding(mesh, rank, spec.Resolve(mesh));
 }
 
 }  // namespace
 
-absl::Status ValidateMesh(const Mesh& mesh) {
-  if (mesh.num_devices < 1 || mesh.num_devices > kMaxMeshDevices) {
-    return absl::InvalidArgumentError(absl::StrCat("mesh: the number of devices must be in [1, ",
-                                                   kMaxMeshDevices, "], got ",
-                                                   mesh.num_devices));
+std::vector<std::pair<int64_t, AxisSet>> PartitionSpec::Resolve(const Mesh& mesh) const {
+  std::vector<std::pair<int64_t, AxisSet>> out;
+  if (split_dim.has_value()) {
+    out.push_back({*split_dim, mesh.AllAxes()});
+    return out;
   }
-  return absl::OkStatus();
+  for (const auto& [dim, axes] : dims) {
+    if (!axes.empty()) out.push_back({dim, axes});
+  }
+  return out;
 }
 
-ReplicaGroups ShardMapContext::AxisGroups() const {
-  ReplicaGroups g;
-  std::vector<int64_t> all(mesh_.num_devices);
-  for (int64_t i = 0; i < mesh_.num_devices; ++i) all[i] = i;
-  g.groups.push_back(std::move(all));
-  return g;
+ReplicaGroups ShardMapContext::AxisGroups() const { return AxisGroups(mesh_.AllAxes()); }
+
+ReplicaGroups ShardMapContext::AxisGroups(const AxisSet& axes) const {
+  return mesh_.Groups(axes);
 }
 
-std::vector<XlaOp> ShardMapContext::AllReduce(absl::Span<const XlaOp> xs, HloOpcode op) {
-  std::vector<XlaOp> out(xs.size());
-  if (xs.empty()) return out;
+std::vector<XlaOp> ShardMapContext::AllReduce(absl::Span<const XlaOp> xs, HloOpcode op,
+                                              const AxisSet& axes) {
+  std::vector<XlaOp> out(xs.begin(), xs.end());
+  if (xs.empty() || mesh_.Size(axes) == 1) return out;
   XlaBuilder* b = xs[0].builder();
   if (b == nullptr) {
     builder_->ReportError(absl::InvalidArgumentError("shard_map: collective of an invalid op"));
@@ -58,7 +71,7 @@ std::vector<XlaOp> ShardMapContext::AllReduce(absl::Span<const XlaOp> xs, HloOpc
   }
   auto all_reduce = [&](XlaOp x) {
     HloAttributes attrs;
-    attrs.replica_groups = AxisGroups();
+    attrs.replica_groups = AxisGroups(axes);
     attrs.channel_id = b->NextChannelId();
     attrs.use_global_device_ids = true;
     HloComputation* reducer = b->ScalarReducer(op, x.shape().element_type());
@@ -89,26 +102,50 @@ std::vector<XlaOp> ShardMapContext::AllReduce(absl::Span<const XlaOp> xs, HloOpc
   return out;
 }
 
-XlaOp ShardMapContext::Psum(XlaOp x) { return AllReduce({x}, HloOpcode::kAdd)[0]; }
-XlaOp ShardMapContext::Pmax(XlaOp x) { return AllReduce({x}, HloOpcode::kMaximum)[0]; }
-XlaOp ShardMapContext::Pmin(XlaOp x) { return AllReduce({x}, HloOpcode::kMinimum)[0]; }
+XlaOp ShardMapContext::Psum(XlaOp x) { return Psum(x, mesh_.AllAxes()); }
+XlaOp ShardMapContext::Pmax(XlaOp x) { return Pmax(x, mesh_.AllAxes()); }
+XlaOp ShardMapContext::Pmin(XlaOp x) {
+  return AllReduce({x}, HloOpcode::kMinimum, mesh_.AllAxes())[0];
+}
 std::vector<XlaOp> ShardMapContext::Psum(absl::Span<const XlaOp> xs) {
-  return AllReduce(xs, HloOpcode::kAdd);
+  return Psum(xs, mesh_.AllAxes());
 }
 std::vector<XlaOp> ShardMapContext::Pmax(absl::Span<const XlaOp> xs) {
-  return AllReduce(xs, HloOpcode::kMaximum);
+  return Pmax(xs, mesh_.AllAxes());
+}
+XlaOp ShardMapContext::Psum(XlaOp x, const AxisSet& axes) {
+  return AllReduce({x}, HloOpcode::kAdd, axes)[0];
+}
+XlaOp ShardMapContext::Pmax(XlaOp x, const AxisSet& axes) {
+  return AllReduce({x}, HloOpcode::kMaximum, axes)[0];
+}
+std::vector<XlaOp> ShardMapContext::Psum(absl::Span<const XlaOp> xs, const AxisSet& axes) {
+  return AllReduce(xs, HloOpcode::kAdd, axes);
+}
+std::vector<XlaOp> ShardMapContext::Pmax(absl::Span<const XlaOp> xs, const AxisSet& axes) {
+  return AllReduce(xs, HloOpcode::kMaximum, axes);
 }
 
 XlaOp ShardMapContext::AllGather(XlaOp x, int64_t dim) {
+  return AllGather(x, dim, mesh_.AllAxes());
+}
+
+XlaOp ShardMapContext::AllGather(XlaOp x, int64_t dim, const AxisSet& axes) {
+  if (mesh_.Size(axes) == 1) return x;
   XlaBuilder* b = x.builder() ? x.builder() : builder_;
-  return b->AllGather(x, dim, AxisGroups());
+  return b->AllGather(x, dim, AxisGroups(axes));
 }
 
 XlaOp ShardMapContext::PsumScatter(XlaOp x, int64_t dim) {
+  return PsumScatter(x, dim, mesh_.AllAxes());
+}
+
+XlaOp ShardMapContext::PsumScatter(XlaOp x, int64_t dim, const AxisSet& axes) {
+  if (mesh_.Size(axes) == 1) return x;
   XlaBuilder* b = x.builder() ? x.builder() : builder_;
-  if (!x.valid()) return b->ReduceScatter(x, nullptr, dim, AxisGroups());
+  if (!x.valid()) return b->ReduceScatter(x, nullptr, dim, AxisGroups(axes));
   return b->ReduceScatter(x, b->ScalarReducer(HloOpcode::kAdd, x.shape().element_type()), dim,
-                          AxisGroups());
+                          AxisGroups(axes));
 }
 
 XlaOp ShardMapContext::Ppermute(XlaOp x, std::vector<std::pair<int64_t, int64_t>> perm) {
@@ -116,24 +153,53 @@ XlaOp ShardMapContext::Ppermute(XlaOp x, std::vector<std::pair<int64_t, int64_t>
   return b->CollectivePermute(x, std::move(perm));
 }
 
-XlaOp ShardMapContext::AxisIndex(XlaBuilder* b) {
+XlaOp ShardMapContext::AxisIndex(XlaBuilder* b) { return AxisIndex(mesh_.AllAxes(), b); }
+
+XlaOp ShardMapContext::AxisIndex(const AxisSet& axes, XlaBuilder* b) {
   if (b == nullptr) b = builder_;
-  if (b == builder_ && axis_index_.valid()) return axis_index_;
-  XlaOp index = b->Convert(b->PartitionId(), PrimitiveType::kS32);
-  if (b == builder_) axis_index_ = index;
+  auto s32 = [b](int64_t v) { return b->ConstantS32(static_cast<int32_t>(v)); };
+  if (mesh_.Size(axes) == 1) return s32(0);
+  XlaOp pid;
+  if (b == builder_ && partition_id_.valid()) {
+    pid = partition_id_;
+  } else {
+    pid = b->Convert(b->PartitionId(), PrimitiveType::kS32);
+    if (b == builder_) partition_id_ = pid;
+  }
+  if (axes == mesh_.AllAxes()) return pid;
+  // Coordinate on axis a: (pid / stride_a) % size_a, strides row-major.
+  XlaOp index;
+  for (int64_t a : axes) {
+    int64_t stride = 1;
+    for (int64_t k = a + 1; k < mesh_.num_axes(); ++k) stride *= mesh_.axis_size(k);
+    XlaOp c = pid;
+    if (stride > 1) c = b->Binary(HloOpcode::kDivide, c, s32(stride));
+    if (a > 0) c = b->Binary(HloOpcode::kRemainder, c, s32(mesh_.axis_size(a)));
+    index = index.valid() ? Add(Mul(index, s32(mesh_.axis_size(a))), c) : c;
+  }
   return index;
 }
 
 XlaOp ShardMapContext::ShardOffset(int64_t global_size, XlaBuilder* b) {
-  if (b == nullptr) b = builder_;
-  const int64_t width = ShardSize(global_size, mesh_.num_devices);
-  return Mul(AxisIndex(b), b->ConstantS32(static_cast<int32_t>(width)));
+  return ShardOffset(global_size, mesh_.AllAxes(), b);
 }
 
 XlaOp ShardMapContext::ValidShardSize(int64_t global_size, XlaBuilder* b) {
+  return ValidShardSize(global_size, mesh_.AllAxes(), b);
+}
+
+XlaOp ShardMapContext::ShardOffset(int64_t global_size, const AxisSet& axes, XlaBuilder* b) {
   if (b == nullptr) b = builder_;
-  const int64_t width = ShardSize(global_size, mesh_.num_devices);
-  XlaOp rest = Sub(b->ConstantS32(static_cast<int32_t>(global_size)), ShardOffset(global_size, b));
+  const int64_t width = ShardSize(global_size, mesh_.Size(axes));
+  return Mul(AxisIndex(axes, b), b->ConstantS32(static_cast<int32_t>(width)));
+}
+
+XlaOp ShardMapContext::ValidShardSize(int64_t global_size, const AxisSet& axes,
+                                      XlaBuilder* b) {
+  if (b == nullptr) b = builder_;
+  const int64_t width = ShardSize(global_size, mesh_.Size(axes));
+  XlaOp rest = Sub(b->ConstantS32(static_cast<int32_t>(global_size)),
+                   ShardOffset(global_size, axes, b));
   return b->Clamp(b->ConstantS32(0), rest, b->ConstantS32(static_cast<int32_t>(width)));
 }
 
@@ -144,7 +210,6 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
                                                     const ShardMapBody& body,
                                                     const ShardMapOptions& options) {
   RETURN_IF_ERROR(ValidateMesh(mesh));
-  const int64_t n = mesh.num_devices;
   if (out_specs.empty()) return absl::InvalidArgumentError("shard_map: no outputs");
 
   // Inputs: per-device shapes and shardings.
@@ -154,8 +219,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
     const std::string what = absl::StrCat("input '", in.name, "'");
     RETURN_IF_ERROR(CheckSpec(in.spec, in.global_shape, mesh, what));
     Shape local(in.global_shape.element_type(), in.global_shape.dimensions());
-    if (in.spec.split_dim.has_value()) {
-      const int64_t dim = *in.spec.split_dim;
+    for (const auto& [dim, axes] : in.spec.Resolve(mesh)) {
+      const int64_t n = mesh.Size(axes);
       const int64_t size = local.dimensions(dim);
       if (size % n != 0 && !in.spec.allow_padding) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -210,16 +275,20 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
     const Shape& local = outs[j].shape();
     RETURN_IF_ERROR(CheckSpec(spec.spec, local, mesh, what));
     Shape global(local.element_type(), local.dimensions());
-    if (spec.spec.split_dim.has_value()) {
-      const int64_t dim = *spec.spec.split_dim;
+    for (const auto& [dim, axes] : spec.spec.Resolve(mesh)) {
+      const int64_t n = mesh.Size(axes);
       int64_t size = local.dimensions(dim) * n;
-      if (spec.global_split_size > 0) {
-        size = spec.global_split_size;
+      int64_t given = spec.spec.split_dim.has_value() ? spec.global_split_size : 0;
+      for (const auto& [d, s] : spec.global_sizes) {
+        if (d == dim) given = s;
+      }
+      if (given > 0) {
+        size = given;
         if (ShardSize(size, n) != local.dimensions(dim)) {
           return absl::InvalidArgumentError(absl::StrCat(
               "shard_map: ", what, " has ", local.dimensions(dim), " elements per device in ",
               "dimension ", dim, ", but a global size of ", size, " over ", n,
-              " devices gives ", ShardSize(size, n)));
+              " shards gives ", ShardSize(size, n)));
         }
       }
       global.set_dimension(dim, size);
@@ -252,11 +321,15 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
   b.module()->set_num_partitions(n);
   ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, b.Build(root));
   module->SetOutputNames(names);
+  module->set_num_partitions(mesh.num_devices);
   if (!options.global_form) {
     (*module->mutable_frontend_attributes())[std::string(kGlobalParameterShapesAttr)] =
         EncodeShapeList(global_in);
     (*module->mutable_frontend_attributes())[std::string(kGlobalOutputShapesAttr)] =
         EncodeShapeList(global_out);
+  }
+  if (mesh.num_axes() > 1) {
+    (*module->mutable_frontend_attributes())[std::string(kMeshShapeAttr)] = mesh.ShapeString();
   }
   return module;
 }

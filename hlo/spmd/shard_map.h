@@ -1,10 +1,12 @@
-// jax.shard_map over a 1-D device mesh. The body is built once, per shard,
-// on local shapes, and says its cross-device communication explicitly
-// through ShardMapContext: psum/pmax/pmin -> all-reduce (add/max/min
-// to_apply), all_gather -> all-gather, psum_scatter -> reduce-scatter,
-// ppermute -> collective-permute, axis_index -> partition-id; every
-// collective has a channel id and the group {{0,...,N-1}} with
-// use_global_device_ids, as XLA prints them.
+// jax.shard_map over a device mesh (1-D or N-D, hlo/spmd/mesh.h has the
+// device <-> coordinate mapping). The body is built once, per shard, on
+// local shapes, and says its cross-device communication explicitly through
+// ShardMapContext: psum/pmax/pmin -> all-reduce (add/max/min to_apply),
+// all_gather -> all-gather, psum_scatter -> reduce-scatter, ppermute ->
+// collective-permute, axis_index -> arithmetic on partition-id; every
+// collective has a channel id and use_global_device_ids, and the replica
+// groups of the mesh axes it runs over only (on a 2x4 mesh, a psum over
+// axis 1 has groups {{0,1,2,3},{4,5,6,7}}), as XLA prints them.
 //
 // The result is the per-device SPMD module XLA runs after partitioning
 // (num_partitions=N; entry parameters and root annotated with sharding=
@@ -31,32 +33,34 @@
 #include "absl/types/span.h"
 #include "hlo/ir/builder.h"
 #include "hlo/ir/module.h"
+#include "hlo/spmd/mesh.h"
 
 namespace tpuoff::hlo {
 
-// A 1-D mesh of devices 0..num_devices-1 (default: the 8 cores of a v6e-8).
-struct Mesh {
-  int64_t num_devices = 8;
-  std::string axis_name = "x";  // for messages
-};
-// INVALID_ARGUMENT unless 1 <= num_devices <= kMaxMeshDevices.
-inline constexpr int64_t kMaxMeshDevices = 4096;
-absl::Status ValidateMesh(const Mesh& mesh);
-
-// How one array lies over the mesh axis (a jax PartitionSpec naming the
-// axis at most once).
+// How one array lies over the mesh (a jax PartitionSpec): `split_dim`
+// splits one dimension over every mesh axis (the 1-D shorthand); `dims`
+// splits each listed dimension over its mesh axes (major first, e.g.
+// P('data', None, 'model') is {{0, {0}}, {2, {1}}}); each axis is used at
+// most once, unused axes replicate the array.
 struct PartitionSpec {
-  std::optional<int64_t> split_dim;  // nullopt: replicated
-  // Whether the split dimension may be indivisible by N. Shards are then
-  // ceil(S/N) wide as XLA pads them: the last shards hold padding (whose
-  // contents are unspecified) that the body must ignore, see
+  std::optional<int64_t> split_dim;  // nullopt and no dims: replicated
+  std::vector<std::pair<int64_t, AxisSet>> dims;
+  // Whether a split dimension may be indivisible by its shard count. Shards
+  // are then ceil(S/n) wide as XLA pads them: the last shards hold padding
+  // (whose contents are unspecified) that the body must ignore, see
   // ShardMapContext::ValidShardSize.
   bool allow_padding = false;
 
   static PartitionSpec Replicated() { return {}; }
   static PartitionSpec Split(int64_t dim, bool allow_padding = false) {
-    return {dim, allow_padding};
+    return {dim, {}, allow_padding};
   }
+  static PartitionSpec Tiled(std::vector<std::pair<int64_t, AxisSet>> dims,
+                             bool allow_padding = false) {
+    return {std::nullopt, std::move(dims), allow_padding};
+  }
+  // (dimension, axes) pairs on `mesh`, dimensions split over no axis left out.
+  std::vector<std::pair<int64_t, AxisSet>> Resolve(const Mesh& mesh) const;
 };
 
 struct ShardMapInput {
@@ -70,8 +74,9 @@ struct ShardMapOutput {
   PartitionSpec spec;
   // Size of the split dimension of the global array; 0: local size * N.
   // Needed when the shards are padded (ShardSize(global) must be the local
-  // size).
+  // size). For `dims` specs: global_sizes, (dimension, size) pairs.
   int64_t global_split_size = 0;
+  std::vector<std::pair<int64_t, int64_t>> global_sizes;
 };
 
 struct ShardMapOptions {
@@ -90,10 +95,13 @@ class ShardMapContext {
   XlaBuilder* builder() const { return builder_; }
   const Mesh& mesh() const { return mesh_; }
   int64_t num_devices() const { return mesh_.num_devices; }
-  // {{0, ..., N-1}}: the one replica group of the mesh axis.
+  // The replica groups over `axes` (Mesh::Groups); without axes, over every
+  // axis: the one group {{0, ..., N-1}}.
   ReplicaGroups AxisGroups() const;
+  ReplicaGroups AxisGroups(const AxisSet& axes) const;
 
-  // psum / pmax / pmin: one all-reduce. Several operands of one shape are
+  // psum / pmax / pmin over every mesh axis, or over `axes` only (no axes:
+  // the identity). One all-reduce; several operands of one shape are
   // stacked into one array for a single all-reduce (XLA's partitioner takes
   // no variadic all-reduce in manual code); others get one each.
   XlaOp Psum(XlaOp x);
@@ -101,29 +109,39 @@ class ShardMapContext {
   XlaOp Pmin(XlaOp x);
   std::vector<XlaOp> Psum(absl::Span<const XlaOp> xs);
   std::vector<XlaOp> Pmax(absl::Span<const XlaOp> xs);
+  XlaOp Psum(XlaOp x, const AxisSet& axes);
+  XlaOp Pmax(XlaOp x, const AxisSet& axes);
+  std::vector<XlaOp> Psum(absl::Span<const XlaOp> xs, const AxisSet& axes);
+  std::vector<XlaOp> Pmax(absl::Span<const XlaOp> xs, const AxisSet& axes);
   // all_gather(x, tiled=True): the devices' arrays concatenated along `dim`.
   XlaOp AllGather(XlaOp x, int64_t dim);
+  XlaOp AllGather(XlaOp x, int64_t dim, const AxisSet& axes);
   // psum_scatter(x, scatter_dimension=dim, tiled=True).
   XlaOp PsumScatter(XlaOp x, int64_t dim);
+  XlaOp PsumScatter(XlaOp x, int64_t dim, const AxisSet& axes);
   // ppermute: device s's x goes to device t for each (s, t); devices that
   // receive nothing get zeros.
   XlaOp Ppermute(XlaOp x, std::vector<std::pair<int64_t, int64_t>> perm);
-  // axis_index as s32 (partition-id converted), emitted in `b` (default: the
-  // body's builder).
+  // axis_index as s32, emitted in `b` (default: the body's builder): the
+  // partition id, or the device's index along `axes` (Mesh::IndexAlong).
   XlaOp AxisIndex(XlaBuilder* b = nullptr);
-  // For a dimension of global size S split over the axis (with padding):
-  // the global index of this device's first element, AxisIndex * ceil(S/N),
-  // and the number of its elements that are not padding,
-  // clamp(S - offset, 0, ceil(S/N)). s32 scalars emitted in `b`.
+  XlaOp AxisIndex(const AxisSet& axes, XlaBuilder* b = nullptr);
+  // For a dimension of global size S split over `axes` (n = their size,
+  // with padding; default: every axis): the global index of this device's
+  // first element, AxisIndex * ceil(S/n), and the number of its elements
+  // that are not padding, clamp(S - offset, 0, ceil(S/n)). s32 scalars
+  // emitted in `b`.
   XlaOp ShardOffset(int64_t global_size, XlaBuilder* b = nullptr);
   XlaOp ValidShardSize(int64_t global_size, XlaBuilder* b = nullptr);
+  XlaOp ShardOffset(int64_t global_size, const AxisSet& axes, XlaBuilder* b = nullptr);
+  XlaOp ValidShardSize(int64_t global_size, const AxisSet& axes, XlaBuilder* b = nullptr);
 
  private:
-  std::vector<XlaOp> AllReduce(absl::Span<const XlaOp> xs, HloOpcode op);
+  std::vector<XlaOp> AllReduce(absl::Span<const XlaOp> xs, HloOpcode op, const AxisSet& axes);
 
   XlaBuilder* builder_;
   Mesh mesh_;
-  XlaOp axis_index_;  // the body builder's, emitted once
+  XlaOp partition_id_;  // the body builder's, emitted once
 };
 
 // Builds the local body: `args` are the per-shard values of the inputs (in

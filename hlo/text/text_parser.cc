@@ -250,8 +250,7 @@ absl::Status TextParser::ParseInstruction(ParsedComputation* computation) {
   } else if (instr.opcode == HloOpcode::kConstant) {
     if (!instr.shape.has_value()) return ErrorAt(instr.opcode_loc, "a constant needs a shape");
     RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the constant's value"));
-    instr.literal.emplace();
-    RETURN_IF_ERROR(ParseLiteral(*instr.shape, &*instr.literal));
+    RETURN_IF_ERROR(ParseLiteral(*instr.shape, &instr.literal));
     RETURN_IF_ERROR(Expect(TokKind::kRparen, "after the constant's value"));
   } else {
     RETURN_IF_ERROR(ParseOperands(&instr));

@@ -254,7 +254,11 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
       instr = HloInstruction::CreateParameter(attrs.parameter_number, shape, pi.name);
       break;
     case HloOpcode::kConstant:
-      instr = HloInstruction::CreateConstant(*pi.literal);
+      if (pi.literal.has_value()) {
+        instr = HloInstruction::CreateConstant(*pi.literal);
+      } else {  // elided: values unknown
+        instr = HloInstruction::Create(HloOpcode::kConstant, shape, {});
+      }
       break;
     default:
       instr = HloInstruction::Create(pi.opcode, shape, std::move(operands), attrs,

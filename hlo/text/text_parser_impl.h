@@ -128,7 +128,8 @@ class TextParser {
   absl::Status ParseName(std::string* name, size_t* loc);
   bool AtShape() const;
   absl::Status ParseShape(Shape* shape, int depth = 0);
-  absl::Status ParseLiteral(const Shape& shape, Literal* literal);
+  // An array constant's values; `{...}` (elided) leaves `literal` empty.
+  absl::Status ParseLiteral(const Shape& shape, std::optional<Literal>* literal);
 
   // ---- Attribute values (text_parser_attrs.cc).
   absl::Status ParseSharding(HloSharding* sharding, int depth = 0);

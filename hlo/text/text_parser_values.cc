@@ -284,9 +284,17 @@ bool IntFits(PrimitiveType type, bool negative, uint64_t magnitude) {
 
 }  // namespace
 
-absl::Status TextParser::ParseLiteral(const Shape& shape, Literal* literal) {
+absl::Status TextParser::ParseLiteral(const Shape& shape, std::optional<Literal>* literal) {
   if (shape.IsTuple()) return Unsupported(Loc(), "tuple-shaped constants are not supported");
   if (!shape.IsArray()) return TokenError("a constant must have an array shape");
+  // XLA elides large constants as `{...}` in its dumps: the values are
+  // unknown (the constant has no literal); `run` refuses such modules.
+  if (At(TokKind::kLbrace) && lexer_.PeekNext().kind == TokKind::kDots) {
+    lexer_.Next();
+    lexer_.Next();
+    literal->reset();
+    return Expect(TokKind::kRbrace, "to end an elided constant {...}");
+  }
   const int64_t elements = shape.num_elements();
   const int64_t remaining = static_cast<int64_t>(lexer_.source().size() - Loc());
   if (elements > options_.max_constant_elements || elements > remaining) {
@@ -294,16 +302,80 @@ absl::Status TextParser::ParseLiteral(const Shape& shape, Literal* literal) {
                                    " elements is larger than its text or the limit of ",
                                    options_.max_constant_elements));
   }
-  *literal = Literal(shape);
+  literal->emplace(shape);
+  Literal* lit = &**literal;
   const PrimitiveType type = shape.element_type();
   int64_t next_index = 0;
+
+  // One real floating-point value of type `ft` as its bits.
+  auto parse_float = [&](PrimitiveType ft, uint64_t* bits) -> absl::Status {
+    double v = 0;
+    bool has_payload = false;
+    uint64_t payload = 0;
+    const size_t loc = Loc();
+    RETURN_IF_ERROR(ParseDouble(&v, &has_payload, &payload));
+    const FloatBits fb = BitsOf(ft);
+    if (std::isnan(v)) {
+      const uint64_t mantissa_mask = (uint64_t{1} << fb.mantissa_bits) - 1;
+      if (!has_payload) payload = uint64_t{1} << (fb.mantissa_bits - 1);  // quiet
+      if (payload == 0 || payload > mantissa_mask) {
+        return ErrorAt(loc, absl::StrCat("NaN payload does not fit ", PrimitiveTypeName(ft)));
+      }
+      *bits = (std::signbit(v) ? fb.sign_bit : 0) | fb.exponent_mask | payload;
+      return absl::OkStatus();
+    }
+    bool overflow = false;
+    switch (ft) {
+      case PrimitiveType::kF64: {
+        std::memcpy(bits, &v, 8);
+        break;
+      }
+      case PrimitiveType::kF32: {
+        const float f = static_cast<float>(v);
+        overflow = std::isinf(f) && !std::isinf(v);
+        uint32_t w;
+        std::memcpy(&w, &f, 4);
+        *bits = w;
+        break;
+      }
+      case PrimitiveType::kBF16:
+      case PrimitiveType::kF16: {
+        const float f = static_cast<float>(v);
+        const uint16_t h = ft == PrimitiveType::kBF16 ? F32ToBf16(f) : F32ToF16(f);
+        const float back = ft == PrimitiveType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+        overflow = std::isinf(back) && !std::isinf(v);
+        *bits = h;
+        break;
+      }
+      default:
+        return ErrorAt(loc, "unsupported element type in a constant");
+    }
+    if (overflow) {
+      return ErrorAt(loc, absl::StrCat("value is out of range for ", PrimitiveTypeName(ft)));
+    }
+    return absl::OkStatus();
+  };
 
   auto set_value = [&]() -> absl::Status {
     const Token& t = lexer_.tok();
     if (next_index >= elements) return TokenError("too many elements in the constant");
     if (type == PrimitiveType::kPred && (AtIdent("true") || AtIdent("false"))) {
-      StoreBits(literal, next_index++, t.str == "true" ? 1 : 0);
+      StoreBits(lit, next_index++, t.str == "true" ? 1 : 0);
       lexer_.Next();
+      return absl::OkStatus();
+    }
+    if (IsComplex(type)) {  // (re, im)
+      const PrimitiveType ct = ComplexComponentType(type);
+      const int64_t half = ByteWidth(ct);
+      uint64_t re = 0, im = 0;
+      RETURN_IF_ERROR(Expect(TokKind::kLparen, "to start a complex value (re, im)"));
+      RETURN_IF_ERROR(parse_float(ct, &re));
+      RETURN_IF_ERROR(Expect(TokKind::kComma, "between the parts of a complex value"));
+      RETURN_IF_ERROR(parse_float(ct, &im));
+      RETURN_IF_ERROR(Expect(TokKind::kRparen, "to end a complex value"));
+      uint8_t* dst = lit->raw() + next_index++ * 2 * half;
+      std::memcpy(dst, &re, half);
+      std::memcpy(dst + half, &im, half);
       return absl::OkStatus();
     }
     if (!IsFloatingPoint(type)) {
@@ -314,62 +386,18 @@ absl::Status TextParser::ParseLiteral(const Shape& shape, Literal* literal) {
         return TokenError(absl::StrCat("value is out of range for ", PrimitiveTypeName(type)));
       }
       const uint64_t bits = t.negative ? 0 - t.magnitude : t.magnitude;
-      StoreBits(literal, next_index++, bits);
+      StoreBits(lit, next_index++, bits);
       lexer_.Next();
       return absl::OkStatus();
     }
-    double v = 0;
-    bool has_payload = false;
-    uint64_t payload = 0;
-    const size_t loc = Loc();
-    RETURN_IF_ERROR(ParseDouble(&v, &has_payload, &payload));
-    const FloatBits fb = BitsOf(type);
-    if (std::isnan(v)) {
-      const uint64_t mantissa_mask = (uint64_t{1} << fb.mantissa_bits) - 1;
-      if (!has_payload) payload = uint64_t{1} << (fb.mantissa_bits - 1);  // quiet
-      if (payload == 0 || payload > mantissa_mask) {
-        return ErrorAt(loc, absl::StrCat("NaN payload does not fit ", PrimitiveTypeName(type)));
-      }
-      StoreBits(literal, next_index++,
-                (std::signbit(v) ? fb.sign_bit : 0) | fb.exponent_mask | payload);
-      return absl::OkStatus();
-    }
     uint64_t bits = 0;
-    bool overflow = false;
-    switch (type) {
-      case PrimitiveType::kF64: {
-        std::memcpy(&bits, &v, 8);
-        break;
-      }
-      case PrimitiveType::kF32: {
-        const float f = static_cast<float>(v);
-        overflow = std::isinf(f) && !std::isinf(v);
-        uint32_t w;
-        std::memcpy(&w, &f, 4);
-        bits = w;
-        break;
-      }
-      case PrimitiveType::kBF16:
-      case PrimitiveType::kF16: {
-        const float f = static_cast<float>(v);
-        const uint16_t h = type == PrimitiveType::kBF16 ? F32ToBf16(f) : F32ToF16(f);
-        const float back = type == PrimitiveType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
-        overflow = std::isinf(back) && !std::isinf(v);
-        bits = h;
-        break;
-      }
-      default:
-        return ErrorAt(loc, "unsupported element type in a constant");
-    }
-    if (overflow) {
-      return ErrorAt(loc, absl::StrCat("value is out of range for ", PrimitiveTypeName(type)));
-    }
-    StoreBits(literal, next_index++, bits);
+    RETURN_IF_ERROR(parse_float(type, &bits));
+    StoreBits(lit, next_index++, bits);
     return absl::OkStatus();
   };
 
   if (At(TokKind::kDots)) {
-    return TokenError("elided constants ({...}) are not allowed: constants must be spelt out");
+    return TokenError("an elided constant is written {...}");
   }
   const int64_t rank = shape.rank();
   if (rank == 0) return set_value();
@@ -404,8 +432,8 @@ absl::Status TextParser::ParseLiteral(const Shape& shape, Literal* literal) {
         lexer_.Next();
         break;
       case TokKind::kDots:
-        return TokenError(
-            "elided constants ({...}) are not allowed: constants must be spelt out");
+        return TokenError("only a whole constant may be elided, as {...}");
+      case TokKind::kLparen:  // a complex value
       case TokKind::kInt:
       case TokKind::kDecimal:
       case TokKind::kIdent:

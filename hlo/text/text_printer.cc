@@ -120,6 +120,11 @@ std::string Element(const Literal& lit, int64_t i) {
   const PrimitiveType type = lit.shape().element_type();
   if (type == PrimitiveType::kPred) return lit.GetAsInt64(i) ? "true" : "false";
   if (IsFloatingPoint(type)) return FloatElement(type, lit.raw() + i * ByteWidth(type));
+  if (IsComplex(type)) {  // (re, im), as XLA prints complex values
+    const PrimitiveType ct = ComplexComponentType(type);
+    const uint8_t* p = lit.raw() + i * ByteWidth(type);
+    return absl::StrCat("(", FloatElement(ct, p), ", ", FloatElement(ct, p + ByteWidth(ct)), ")");
+  }
   if (type == PrimitiveType::kU64) return absl::StrCat(lit.data<uint64_t>()[i]);
   return absl::StrCat(lit.GetAsInt64(i));
 }

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -84,8 +85,7 @@ template <class Op>
 struct UnaryMaker {
   template <typename C, int R>
   static UnaryKernel Make() {
-    if constexpr (kIsFloat<C> ? (Op::kCats & kFloatOnly) != 0
-                              : (Op::kCats & kIntOnly) != 0) {
+    if constexpr (kAccepts<Op, C>) {
       return &UnaryLoop<Op, C, R>;
     }
     return nullptr;
@@ -104,8 +104,7 @@ template <class Op, int S>
 struct BinaryMaker {
   template <typename C, int R>
   static BinaryKernel Make() {
-    if constexpr (kIsFloat<C> ? (Op::kCats & kFloatOnly) != 0
-                              : (Op::kCats & kIntOnly) != 0) {
+    if constexpr (kAccepts<Op, C>) {
       return &BinaryLoop<Op, C, R, S>;
     }
     return nullptr;
@@ -249,7 +248,10 @@ void CompareLoop(const void* a, const void* b, void* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     auto l = Arg<S>(x, i, 1);
     auto r = Arg<S>(y, i, 2);
-    if constexpr (kTotal) {
+    if constexpr (kIsComplex<C>) {
+      if constexpr (D == ComparisonDirection::kEq) o[i] = l == r;
+      if constexpr (D == ComparisonDirection::kNe) o[i] = l != r;
+    } else if constexpr (kTotal) {
       auto lk = TotalOrderKey(l), rk = TotalOrderKey(r);
       if constexpr (D == ComparisonDirection::kEq) o[i] = lk == rk;
       if constexpr (D == ComparisonDirection::kNe) o[i] = lk != rk;
@@ -270,7 +272,17 @@ void CompareLoop(const void* a, const void* b, void* out, int64_t n) {
 template <hlo::ComparisonDirection D, bool kTotal, int S>
 struct CompareMaker {
   template <typename C, int R>
-  static BinaryKernel Make() { return &CompareLoop<C, D, kTotal, S>; }
+  static BinaryKernel Make() {
+    if constexpr (kIsComplex<C>) {  // complex numbers are only (in)equal
+      if constexpr (!kTotal && (D == hlo::ComparisonDirection::kEq ||
+                                D == hlo::ComparisonDirection::kNe)) {
+        return &CompareLoop<C, D, kTotal, S>;
+      }
+      return nullptr;
+    } else {
+      return &CompareLoop<C, D, kTotal, S>;
+    }
+  }
   static BinaryKernel MakePred() { return &CompareLoop<uint8_t, D, kTotal, S>; }
 };
 template <hlo::ComparisonDirection D, bool kTotal, int S>
@@ -291,7 +303,14 @@ BinaryKernel MakeCompare(PrimitiveType t, ScalarOperand s) {
 // ----- convert ---------------------------------------------------------------
 template <typename To, typename From>
 To ConvertValue(From v) {
-  if constexpr (kIsFloat<From> && !kIsFloat<To>) {
+  if constexpr (kIsComplex<To>) {
+    if constexpr (kIsComplex<From>) {
+      return To(static_cast<typename To::value_type>(v.real()),
+                static_cast<typename To::value_type>(v.imag()));
+    } else {
+      return To(static_cast<typename To::value_type>(v));
+    }
+  } else if constexpr (kIsFloat<From> && !kIsFloat<To>) {
     if (std::isnan(v)) return To(0);
     if (v <= static_cast<From>(std::numeric_limits<To>::lowest())) {
       return std::numeric_limits<To>::lowest();
@@ -316,11 +335,24 @@ void ConvertLoop(const void* a, void* out, int64_t n) {
     }
   }
 }
+// Complex -> real converts do not exist in XLA (real/imag/abs take parts).
 template <typename CF>
 struct ConvertToMaker {
   template <typename CT, int RT>
-  static UnaryKernel Make() { return &ConvertLoop<CF, CT, RT, false>; }
-  static UnaryKernel MakePred() { return &ConvertLoop<CF, uint8_t, kNone, true>; }
+  static UnaryKernel Make() {
+    if constexpr (kIsComplex<CF> && !kIsComplex<CT>) {
+      return nullptr;
+    } else {
+      return &ConvertLoop<CF, CT, RT, false>;
+    }
+  }
+  static UnaryKernel MakePred() {
+    if constexpr (kIsComplex<CF>) {
+      return nullptr;
+    } else {
+      return &ConvertLoop<CF, uint8_t, kNone, true>;
+    }
+  }
 };
 struct ConvertFromMaker {
   // Returns a function that, given the target type, makes the kernel.
@@ -376,7 +408,13 @@ void ClampLoop(const void* lo, const void* x, const void* hi, void* out,
 }
 struct ClampMaker {
   template <typename C, int R>
-  static TernaryKernel Make() { return &ClampLoop<C>; }
+  static TernaryKernel Make() {
+    if constexpr (kIsComplex<C>) {
+      return nullptr;  // complex numbers are unordered
+    } else {
+      return &ClampLoop<C>;
+    }
+  }
   static TernaryKernel MakePred() { return nullptr; }
 };
 template <typename C>
@@ -390,6 +428,41 @@ void IotaLoop(int64_t start, void* out, int64_t n) {
   C* o = static_cast<C*>(out);
   for (int64_t i = 0; i < n; ++i) o[i] = static_cast<C>(start + i);
 }
+template <typename T>
+void ComplexIotaLoop(int64_t start, void* out, int64_t n) {
+  std::complex<T>* o = static_cast<std::complex<T>*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = std::complex<T>(static_cast<T>(start + i), 0);
+}
+
+// real / imag / abs of complex values (component type out); real and imag
+// of real values are the value and 0, as XLA defines them.
+template <typename T, hlo::HloOpcode kOp>
+void ComplexPartLoop(const void* a, void* out, int64_t n) {
+  const std::complex<T>* x = static_cast<const std::complex<T>*>(a);
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (kOp == hlo::HloOpcode::kReal) o[i] = x[i].real();
+    if constexpr (kOp == hlo::HloOpcode::kImag) o[i] = x[i].imag();
+    if constexpr (kOp == hlo::HloOpcode::kAbs) o[i] = std::abs(x[i]);  // hypot: no overflow
+  }
+}
+template <typename C>
+void ImagOfRealLoop(const void*, void* out, int64_t n) {
+  C* o = static_cast<C*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = C(0);
+}
+template <typename C>
+void CopyLoop(const void* a, void* out, int64_t n) {
+  std::memmove(out, a, n * sizeof(C));
+}
+// complex(re, im). S: which part is a single element.
+template <typename T, int S>
+void MakeComplexLoop(const void* a, const void* b, void* out, int64_t n) {
+  const T* re = static_cast<const T*>(a);
+  const T* im = static_cast<const T*>(b);
+  std::complex<T>* o = static_cast<std::complex<T>*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = std::complex<T>(Arg<S>(re, i, 1), Arg<S>(im, i, 2));
+}
 
 }  // namespace
 
@@ -402,7 +475,9 @@ int ComputeWidth(PrimitiveType t) {
     case PrimitiveType::kU16: return 2;
     case PrimitiveType::kS64:
     case PrimitiveType::kU64:
-    case PrimitiveType::kF64: return 8;
+    case PrimitiveType::kF64:
+    case PrimitiveType::kC64: return 8;
+    case PrimitiveType::kC128: return 16;
     default: return 4;
   }
 }
@@ -422,6 +497,10 @@ LoadKernel GetLoadKernel(PrimitiveType t) {
     case PrimitiveType::kF16: return &LoadLoop<uint16_t, float, kF16>;
     case PrimitiveType::kF32: return &LoadLoop<float, float, kNone>;
     case PrimitiveType::kF64: return &LoadLoop<double, double, kNone>;
+    case PrimitiveType::kC64:
+      return &LoadLoop<std::complex<float>, std::complex<float>, kNone>;
+    case PrimitiveType::kC128:
+      return &LoadLoop<std::complex<double>, std::complex<double>, kNone>;
     default: return nullptr;
   }
 }
@@ -441,6 +520,10 @@ StoreKernel GetStoreKernel(PrimitiveType t) {
     case PrimitiveType::kF16: return &StoreLoop<uint16_t, float, kF16>;
     case PrimitiveType::kF32: return &StoreLoop<float, float, kNone>;
     case PrimitiveType::kF64: return &StoreLoop<double, double, kNone>;
+    case PrimitiveType::kC64:
+      return &StoreLoop<std::complex<float>, std::complex<float>, kNone>;
+    case PrimitiveType::kC128:
+      return &StoreLoop<std::complex<double>, std::complex<double>, kNone>;
     default: return nullptr;
   }
 }
@@ -614,8 +697,50 @@ void FillIota(PrimitiveType t, int64_t start, void* out, int64_t n) {
     }
     case PrimitiveType::kF32: return IotaLoop<float>(start, out, n);
     case PrimitiveType::kF64: return IotaLoop<double>(start, out, n);
+    case PrimitiveType::kC64: return ComplexIotaLoop<float>(start, out, n);
+    case PrimitiveType::kC128: return ComplexIotaLoop<double>(start, out, n);
     default: return;
   }
+}
+
+absl::StatusOr<UnaryKernel> GetComplexPartKernel(HloOpcode op, PrimitiveType from) {
+  using O = HloOpcode;
+  UnaryKernel k = nullptr;
+  if (from == PrimitiveType::kC64) {
+    k = op == O::kReal   ? &ComplexPartLoop<float, O::kReal>
+        : op == O::kImag ? &ComplexPartLoop<float, O::kImag>
+        : op == O::kAbs  ? &ComplexPartLoop<float, O::kAbs>
+                         : nullptr;
+  } else if (from == PrimitiveType::kC128) {
+    k = op == O::kReal   ? &ComplexPartLoop<double, O::kReal>
+        : op == O::kImag ? &ComplexPartLoop<double, O::kImag>
+        : op == O::kAbs  ? &ComplexPartLoop<double, O::kAbs>
+                         : nullptr;
+  } else if (hlo::IsFloatingPoint(from) && (op == O::kReal || op == O::kImag)) {
+    const bool wide = from == PrimitiveType::kF64;
+    if (op == O::kReal) {
+      k = wide ? &CopyLoop<double> : &CopyLoop<float>;
+    } else {
+      k = wide ? &ImagOfRealLoop<double> : &ImagOfRealLoop<float>;
+    }
+  }
+  if (k == nullptr) return Unsupported(hlo::HloOpcodeString(op), from);
+  return k;
+}
+
+absl::StatusOr<BinaryKernel> GetMakeComplexKernel(PrimitiveType part, ScalarOperand s) {
+  auto make = [s](auto zero) -> BinaryKernel {
+    using T = decltype(zero);
+    switch (s) {
+      case ScalarOperand::kNone: return &MakeComplexLoop<T, 0>;
+      case ScalarOperand::kFirst: return &MakeComplexLoop<T, 1>;
+      case ScalarOperand::kSecond: return &MakeComplexLoop<T, 2>;
+    }
+    return nullptr;
+  };
+  if (part == PrimitiveType::kF32) return make(0.0f);
+  if (part == PrimitiveType::kF64) return make(0.0);
+  return Unsupported("complex", part);
 }
 
 }  // namespace tpuoff::runtime

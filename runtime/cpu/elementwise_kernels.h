@@ -16,8 +16,10 @@
 
 namespace tpuoff::runtime {
 
-// Bytes of one element in compute representation (1, 2, 4 or 8).
+// Bytes of one element in compute representation (1, 2, 4 or 8; 16 for
+// c128). Complex values are std::complex<float/double>.
 int ComputeWidth(hlo::PrimitiveType type);
+inline constexpr int kMaxComputeWidth = 16;
 
 using UnaryKernel = void (*)(const void* a, void* out, int64_t n);
 using BinaryKernel = void (*)(const void* a, const void* b, void* out,
@@ -44,7 +46,7 @@ StoreKernel GetStoreKernel(hlo::PrimitiveType type);
 StoreKernel GetStreamingStoreKernel(hlo::PrimitiveType type);
 
 // Writes `bytes` (a multiple of `width`, dst aligned to it) at dst, every
-// element the `width`-byte value at `value` (width 1, 2, 4 or 8); with
+// element the `width`-byte value at `value` (width 1, 2, 4, 8 or 16); with
 // streaming (non-temporal) stores when `streaming`.
 void FillElements(void* dst, int64_t bytes, const void* value, int width, bool streaming);
 
@@ -72,6 +74,13 @@ absl::StatusOr<TernaryKernel> GetClampKernel(hlo::PrimitiveType type);
 
 // Writes value(i) = start + i as `type` in compute representation.
 void FillIota(hlo::PrimitiveType type, int64_t start, void* out, int64_t n);
+
+// real / imag / abs of `from` (complex; real and imag also of real floats),
+// the component type out.
+absl::StatusOr<UnaryKernel> GetComplexPartKernel(hlo::HloOpcode op, hlo::PrimitiveType from);
+// complex(re, im) from two `part` (f32 or f64) values.
+absl::StatusOr<BinaryKernel> GetMakeComplexKernel(
+    hlo::PrimitiveType part, ScalarOperand scalar = ScalarOperand::kNone);
 
 }  // namespace tpuoff::runtime
 

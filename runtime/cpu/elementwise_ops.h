@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -35,8 +36,16 @@ inline C Rnd(C v) {
   }
 }
 
-// Categories an op accepts.
-enum Cat { kFloatOnly = 1, kIntOnly = 2, kPredOnly = 4 };
+// Categories an op accepts (kFloatOnly: real floats).
+enum Cat { kFloatOnly = 1, kIntOnly = 2, kPredOnly = 4, kComplexOk = 8 };
+
+template <typename C>
+struct IsComplexT : std::false_type {};
+template <typename T>
+struct IsComplexT<std::complex<T>> : std::true_type {};
+
+template <typename C>
+constexpr bool kIsComplex = IsComplexT<C>::value;
 
 template <typename C>
 using U = std::make_unsigned_t<C>;
@@ -44,12 +53,20 @@ using U = std::make_unsigned_t<C>;
 template <typename C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
 
+// The category of compute type C (pred is handled apart).
+template <typename C>
+constexpr int kCatOf = kIsComplex<C> ? kComplexOk : kIsFloat<C> ? kFloatOnly : kIntOnly;
+
+// Whether Op accepts compute type C.
+template <class Op, typename C>
+constexpr bool kAccepts = (Op::kCats & kCatOf<C>) != 0;
+
 // ----- unary ops -------------------------------------------------------------
 struct NegOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C x) {
-    if constexpr (kIsFloat<C>) return -x;
+    if constexpr (kIsFloat<C> || kIsComplex<C>) return -x;
     else return static_cast<C>(U<C>(0) - static_cast<U<C>>(x));
   }
 };
@@ -63,10 +80,13 @@ struct AbsOp {
   }
 };
 struct SignOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C x) {
-    if constexpr (kIsFloat<C>) {
+    if constexpr (kIsComplex<C>) {  // x / |x|, 0 for 0 (NaN stays NaN)
+      const auto r = std::abs(x);
+      return r == 0 ? C(0) : x / r;
+    } else if constexpr (kIsFloat<C>) {
       if (std::isnan(x) || x == 0) return x;
       return x > 0 ? C(1) : C(-1);
     } else if constexpr (std::is_unsigned_v<C>) {
@@ -88,26 +108,60 @@ struct NotOp {
     template <typename C>                         \
     static C Apply(C x) { return expr; }          \
   };
-TPUOFF_FLOAT_UNARY(ExpOp, std::exp(x))
-TPUOFF_FLOAT_UNARY(Expm1Op, std::expm1(x))
-TPUOFF_FLOAT_UNARY(LogOp, std::log(x))
-TPUOFF_FLOAT_UNARY(Log1pOp, std::log1p(x))
-TPUOFF_FLOAT_UNARY(SqrtOp, std::sqrt(x))
-TPUOFF_FLOAT_UNARY(RsqrtOp, C(1) / std::sqrt(x))
+// Real and complex (std::complex overloads) alike.
+#define TPUOFF_FLOAT_COMPLEX_UNARY(Name, expr)         \
+  struct Name {                                         \
+    static constexpr int kCats = kFloatOnly | kComplexOk; \
+    template <typename C>                               \
+    static C Apply(C x) { return expr; }                \
+  };
+TPUOFF_FLOAT_COMPLEX_UNARY(ExpOp, std::exp(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(LogOp, std::log(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(SqrtOp, std::sqrt(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(RsqrtOp, C(1) / std::sqrt(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(TanhOp, std::tanh(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(LogisticOp, C(1) / (C(1) + std::exp(-x)))
+TPUOFF_FLOAT_COMPLEX_UNARY(SinOp, std::sin(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(CosOp, std::cos(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(TanOp, std::tan(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AcosOp, std::acos(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AcoshOp, std::acosh(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AsinOp, std::asin(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AsinhOp, std::asinh(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AtanOp, std::atan(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(AtanhOp, std::atanh(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(CoshOp, std::cosh(x))
+TPUOFF_FLOAT_COMPLEX_UNARY(SinhOp, std::sinh(x))
+#undef TPUOFF_FLOAT_COMPLEX_UNARY
+// exp(z) - 1 and log(1 + z) without cancellation near 0 (std has no
+// complex expm1/log1p): expm1(x+iy) = expm1(x)cos(y) - 2sin^2(y/2) +
+// i exp(x)sin(y); log1p(x+iy) = log1p(x(2+x) + y^2)/2 + i atan2(y, 1+x).
+struct Expm1Op {
+  static constexpr int kCats = kFloatOnly | kComplexOk;
+  template <typename C>
+  static C Apply(C z) {
+    if constexpr (kIsComplex<C>) {
+      const auto x = z.real(), y = z.imag();
+      const auto s = std::sin(y / 2);
+      return C(std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y));
+    } else {
+      return std::expm1(z);
+    }
+  }
+};
+struct Log1pOp {
+  static constexpr int kCats = kFloatOnly | kComplexOk;
+  template <typename C>
+  static C Apply(C z) {
+    if constexpr (kIsComplex<C>) {
+      const auto x = z.real(), y = z.imag();
+      return C(std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, 1 + x));
+    } else {
+      return std::log1p(z);
+    }
+  }
+};
 TPUOFF_FLOAT_UNARY(CbrtOp, std::cbrt(x))
-TPUOFF_FLOAT_UNARY(TanhOp, std::tanh(x))
-TPUOFF_FLOAT_UNARY(LogisticOp, C(1) / (C(1) + std::exp(-x)))
-TPUOFF_FLOAT_UNARY(SinOp, std::sin(x))
-TPUOFF_FLOAT_UNARY(CosOp, std::cos(x))
-TPUOFF_FLOAT_UNARY(TanOp, std::tan(x))
-TPUOFF_FLOAT_UNARY(AcosOp, std::acos(x))
-TPUOFF_FLOAT_UNARY(AcoshOp, std::acosh(x))
-TPUOFF_FLOAT_UNARY(AsinOp, std::asin(x))
-TPUOFF_FLOAT_UNARY(AsinhOp, std::asinh(x))
-TPUOFF_FLOAT_UNARY(AtanOp, std::atan(x))
-TPUOFF_FLOAT_UNARY(AtanhOp, std::atanh(x))
-TPUOFF_FLOAT_UNARY(CoshOp, std::cosh(x))
-TPUOFF_FLOAT_UNARY(SinhOp, std::sinh(x))
 TPUOFF_FLOAT_UNARY(ErfOp, std::erf(x))
 TPUOFF_FLOAT_UNARY(FloorOp, std::floor(x))
 TPUOFF_FLOAT_UNARY(CeilOp, std::ceil(x))
@@ -141,26 +195,26 @@ C FMin(C a, C b) {
 }
 
 struct AddOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return a + b;
+    if constexpr (kIsFloat<C> || kIsComplex<C>) return a + b;
     else return static_cast<C>(static_cast<U<C>>(a) + static_cast<U<C>>(b));
   }
 };
 struct SubOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) return a - b;
+    if constexpr (kIsFloat<C> || kIsComplex<C>) return a - b;
     else return static_cast<C>(static_cast<U<C>>(a) - static_cast<U<C>>(b));
   }
 };
 struct MulOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
+    if constexpr (kIsFloat<C> || kIsComplex<C>) {
       return a * b;
     } else {
       // Promote narrow types to the unsigned type of at least int width so
@@ -173,10 +227,10 @@ struct MulOp {
   }
 };
 struct DivOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
+    if constexpr (kIsFloat<C> || kIsComplex<C>) {
       return a / b;
     } else if constexpr (std::is_unsigned_v<C>) {
       return b == 0 ? std::numeric_limits<C>::max() : static_cast<C>(a / b);
@@ -221,10 +275,15 @@ struct MinOp {
   static uint8_t ApplyPred(uint8_t a, uint8_t b) { return a & b; }
 };
 struct PowOp {
-  static constexpr int kCats = kFloatOnly | kIntOnly;
+  static constexpr int kCats = kFloatOnly | kIntOnly | kComplexOk;
   template <typename C>
   static C Apply(C a, C b) {
-    if constexpr (kIsFloat<C>) {
+    if constexpr (kIsComplex<C>) {
+      // 0^0 = 1 and 0^b = 0 for Re(b) > 0, as XLA (std::pow gives NaN).
+      if (b == C(0)) return C(1);
+      if (a == C(0) && b.real() > 0) return C(0);
+      return std::pow(a, b);
+    } else if constexpr (kIsFloat<C>) {
       return std::pow(a, b);
     } else {
       if constexpr (std::is_signed_v<C>) {
@@ -319,6 +378,8 @@ struct MulhiOp {
     case PrimitiveType::kF16: return F::template Make<float, kF16>();  \
     case PrimitiveType::kF32: return F::template Make<float, kNone>(); \
     case PrimitiveType::kF64: return F::template Make<double, kNone>(); \
+    case PrimitiveType::kC64: return F::template Make<std::complex<float>, kNone>(); \
+    case PrimitiveType::kC128: return F::template Make<std::complex<double>, kNone>(); \
     default: return nullptr;                                         \
   }
 

@@ -87,7 +87,7 @@ template <class Op>
 struct FoldMaker {
   template <typename C, int R>
   static FoldKernel Make() {
-    if constexpr (kIsFloat<C> ? (Op::kCats & kFloatOnly) != 0 : (Op::kCats & kIntOnly) != 0) {
+    if constexpr (kAccepts<Op, C> && !kIsComplex<C>) {
       return &FoldLoop<Op, C, R>;
     }
     return nullptr;
@@ -106,7 +106,7 @@ template <class Op>
 struct FoldSelectMaker {
   template <typename C, int R>
   static FoldSelectKernel Make() {
-    if constexpr (kIsFloat<C> ? (Op::kCats & kFloatOnly) != 0 : (Op::kCats & kIntOnly) != 0) {
+    if constexpr (kAccepts<Op, C> && !kIsComplex<C>) {
       return &FoldSelectLoop<Op, C, R>;
     }
     return nullptr;

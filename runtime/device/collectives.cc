@@ -32,7 +32,8 @@ void CombineInto(PrimitiveType type, ReductionKind kind, const void* in,
   StoreKernel store = GetStoreKernel(type);
   const int64_t width = hlo::ByteWidth(type);
   constexpr int64_t kBlock = 512;
-  alignas(64) uint8_t a[kBlock * 8], b[kBlock * 8], r[kBlock * 8];
+  alignas(64) uint8_t a[kBlock * kMaxComputeWidth], b[kBlock * kMaxComputeWidth],
+      r[kBlock * kMaxComputeWidth];
   for (int64_t start = 0; start < count; start += kBlock) {
     const int64_t n = std::min(kBlock, count - start);
     uint8_t* io = static_cast<uint8_t*>(inout) + start * width;

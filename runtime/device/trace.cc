@@ -31,6 +31,7 @@ Trace::Trace(const Trace& other) {
   counters_ = other.counters_;
   dropped_events_ = other.dropped_events_;
   dropped_counters_ = other.dropped_counters_;
+  flows_ = other.flows_;
 }
 Trace& Trace::operator=(const Trace& other) {
   if (this == &other) return *this;
@@ -39,6 +40,7 @@ Trace& Trace::operator=(const Trace& other) {
   counters_ = other.counters_;
   dropped_events_ = other.dropped_events_;
   dropped_counters_ = other.dropped_counters_;
+  flows_ = other.flows_;
   return *this;
 }
 Trace::Trace(Trace&& other) noexcept {
@@ -47,6 +49,7 @@ Trace::Trace(Trace&& other) noexcept {
   counters_ = std::move(other.counters_);
   dropped_events_ = other.dropped_events_;
   dropped_counters_ = other.dropped_counters_;
+  flows_ = std::move(other.flows_);
 }
 Trace& Trace::operator=(Trace&& other) noexcept {
   if (this == &other) return *this;
@@ -55,6 +58,7 @@ Trace& Trace::operator=(Trace&& other) noexcept {
   counters_ = std::move(other.counters_);
   dropped_events_ = other.dropped_events_;
   dropped_counters_ = other.dropped_counters_;
+  flows_ = std::move(other.flows_);
   return *this;
 }
 
@@ -76,10 +80,19 @@ void Trace::AddCounter(CounterSample sample) {
   counters_.push_back(sample);
 }
 
+void Trace::AddFlow(TraceFlow flow) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flows_.push_back(std::move(flow));
+}
+
 std::string Trace::ToChromeJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::set<int64_t> devices;
-  for (const TraceEvent& e : events_) devices.insert(e.device);
+  std::set<std::pair<int64_t, int>> tracks;
+  for (const TraceEvent& e : events_) {
+    devices.insert(e.device);
+    tracks.insert({e.device, e.track});
+  }
   for (const CounterSample& c : counters_) devices.insert(c.device);
   std::string out = "{\"displayTimeUnit\":\"ns\",";
   if (dropped_events_ > 0 || dropped_counters_ > 0) {
@@ -98,12 +111,36 @@ std::string Trace::ToChromeJson() const {
                 {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d}, {"tid", 0},
                  {"args", {{"sort_index", d}}}});
   }
+  // Name the tracks when the predicted timeline is present.
+  bool predicted = false;
+  for (const auto& [d, t] : tracks) predicted = predicted || t == kPredictedTrack;
+  if (predicted) {
+    for (const auto& [d, t] : tracks) {
+      AppendEvent(&out, &first,
+                  {{"ph", "M"}, {"name", "thread_name"}, {"pid", d}, {"tid", t},
+                   {"args", {{"name", t == kPredictedTrack ? "v6e predicted (tpuoff cost model)"
+                                                           : "host emulator (wall time)"}}}});
+    }
+  }
   for (const TraceEvent& e : events_) {
+    Json args = {{"bytes", e.bytes}};
+    for (const auto& [k, v] : e.args) args[k] = v;
+    if (!e.note.empty()) args["note"] = e.note;
     AppendEvent(&out, &first,
                 {{"ph", "X"}, {"name", e.name}, {"cat", e.category}, {"pid", e.device},
-                 {"tid", 0}, {"ts", Microseconds(e.start_us)},
+                 {"tid", e.track}, {"ts", Microseconds(e.start_us)},
                  {"dur", Microseconds(std::max(0.0, e.duration_us))},
-                 {"args", {{"bytes", e.bytes}}}});
+                 {"args", std::move(args)}});
+  }
+  int64_t id = 0;
+  for (const TraceFlow& f : flows_) {
+    ++id;
+    AppendEvent(&out, &first,
+                {{"ph", "s"}, {"id", id}, {"name", f.name}, {"cat", "flow"},
+                 {"pid", f.from_device}, {"tid", f.track}, {"ts", Microseconds(f.from_us)}});
+    AppendEvent(&out, &first,
+                {{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", f.name}, {"cat", "flow"},
+                 {"pid", f.to_device}, {"tid", f.track}, {"ts", Microseconds(f.to_us)}});
   }
   for (const CounterSample& c : counters_) {
     AppendEvent(&out, &first,

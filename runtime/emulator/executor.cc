@@ -146,6 +146,22 @@ class Scheduler {
   int running_ = 0;
 };
 
+// XLA's dumps elide large constants as `{...}`: such a module can be
+// analysed but not run.
+absl::Status CheckConstantsKnown(const hlo::HloModule& module) {
+  for (const auto& c : module.computations()) {
+    for (const auto& x : c->instructions()) {
+      if (x->opcode() == HloOpcode::kConstant && !x->has_literal()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "constant %", x->name(), " (", x->shape().ToString(), ", computation ", c->name(),
+            ") has elided values ({...}): the module cannot run; dump it with its constants "
+            "printed (XLA: --xla_dump_large_constants)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunResult> RunImpl(
     const hlo::HloModule& module,
     const std::vector<absl::Span<const Literal>>& per_device_arguments,
@@ -153,6 +169,7 @@ absl::StatusOr<RunResult> RunImpl(
   const auto start = std::chrono::steady_clock::now();
   const int64_t n = static_cast<int64_t>(per_device_arguments.size());
   if (n == 0) return absl::InvalidArgumentError("RunSpmd: no devices");
+  RETURN_IF_ERROR(CheckConstantsKnown(module));
   PlanOptions plan_options;
   plan_options.enable_fusion = !options.disable_fusion;
   ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,

@@ -177,7 +177,21 @@ class Builder {
     const bool s1 = n.args[1] >= 0 && Invariant(n.args[1]);
     const bool s2 = n.args[2] >= 0 && Invariant(n.args[2]);
     n.opcode = op;
-    if (hlo::IsElementwiseUnary(op)) {
+    const PrimitiveType in0 =
+        x->operand_count() > 0 ? x->operand(0)->shape().element_type() : type;
+    if (op == HloOpcode::kReal || op == HloOpcode::kImag ||
+        (op == HloOpcode::kAbs && hlo::IsComplex(in0))) {
+      // A part of a complex value: a unary kernel that changes the type.
+      n.kind = LoopNode::Kind::kConvert;
+      ASSIGN_OR_RETURN(n.unary, GetComplexPartKernel(op, in0));
+    } else if (op == HloOpcode::kComplex) {
+      n.kind = LoopNode::Kind::kBinary;
+      ASSIGN_OR_RETURN(n.binary, GetMakeComplexKernel(in0));
+      if (s0 != s1) {
+        ASSIGN_OR_RETURN(BinaryKernel k, GetMakeComplexKernel(in0, Which(s0, s1)));
+        (s1 ? n.binary_vs : n.binary_sv) = k;
+      }
+    } else if (hlo::IsElementwiseUnary(op)) {
       n.kind = LoopNode::Kind::kUnary;
       ASSIGN_OR_RETURN(n.unary, GetUnaryKernel(op, type));
     } else if (hlo::IsElementwiseBinary(op)) {
@@ -518,10 +532,11 @@ void AssignScratch(LoopProgram* p) {
   }
   for (LoopNode& node : p->nodes) {
     if (node.scratch_offset < 0) {
-      node.scratch_offset = blocks * block_bytes + (-node.scratch_offset - 1) * 8;
+      node.scratch_offset =
+          blocks * block_bytes + (-node.scratch_offset - 1) * kMaxComputeWidth;
     }
   }
-  p->scratch_bytes = blocks * block_bytes + scalars * 8 + 64;
+  p->scratch_bytes = blocks * block_bytes + scalars * kMaxComputeWidth + 64;
 }
 
 // Splats element 0 of a block over n elements of width w.
@@ -540,11 +555,14 @@ void Splat(uint8_t* block, int w, int64_t n) {
       std::fill_n(reinterpret_cast<uint32_t*>(block) + 1, n - 1, v);
       return;
     }
-    default: {
+    case 8: {
       uint64_t v;
       std::memcpy(&v, block, 8);
       std::fill_n(reinterpret_cast<uint64_t*>(block) + 1, n - 1, v);
+      return;
     }
+    default:  // 16 (c128)
+      for (int64_t i = 1; i < n; ++i) std::memcpy(block + i * w, block, w);
   }
 }
 
@@ -1033,8 +1051,8 @@ void LoopExecution::Run(int num_threads) const {
     std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
     std::vector<uint8_t*> vals(p_.nodes.size());
     eval_->Eval(0, 0, 1, scratch, idx.data(), vals.data());
-    uint64_t value = 0;
-    p_.store(vals[p_.root], &value, 1);
+    alignas(16) uint8_t value[kMaxComputeWidth] = {};
+    p_.store(vals[p_.root], value, 1);
     const int width = hlo::ByteWidth(p_.out_type);
     const int64_t total = rows_ * cols_ * width;
     const bool streaming = p_.output_bytes >= kStreamingStoreBytes;
@@ -1042,7 +1060,7 @@ void LoopExecution::Run(int num_threads) const {
     uint8_t* out = static_cast<uint8_t*>(outputs_[0]);
     ParallelFor(threads, (total + kPiece - 1) / kPiece, [&](int64_t begin, int64_t end) {
       const int64_t b0 = begin * kPiece, b1 = std::min(total, end * kPiece);
-      FillElements(out + b0, b1 - b0, &value, width, streaming);
+      FillElements(out + b0, b1 - b0, value, width, streaming);
     });
     return;
   }

@@ -17,14 +17,21 @@
 
 namespace tpuoff::runtime {
 
+// One scalar in compute representation (up to 16 bytes: c128), zeroed.
+struct ScalarValue {
+  alignas(16) uint8_t bytes[kMaxComputeWidth] = {};
+  // A pred result (0/1 in the first byte).
+  bool AsPred() const { return bytes[0] != 0; }
+};
+
 // Evaluates a computation of scalars (reducers, scatter combiners) on values
-// in compute representation (8 bytes per leaf). Thread-safe after Create.
+// in compute representation. Thread-safe after Create.
 class ScalarEvaluator {
  public:
   static absl::StatusOr<std::unique_ptr<ScalarEvaluator>> Create(
       const hlo::HloComputation* computation);
   // args: one value per parameter leaf; results: one per root leaf.
-  void Eval(absl::Span<const uint64_t> args, uint64_t* results) const;
+  void Eval(absl::Span<const ScalarValue> args, ScalarValue* results) const;
   int64_t num_results() const {
     return static_cast<int64_t>(root_slots_.size());
   }
@@ -35,7 +42,8 @@ class ScalarEvaluator {
     Kind kind = Kind::kConst;
     int out = 0;
     int args[3] = {0, 0, 0};
-    uint64_t value = 0;  // kConst; kArg: argument index
+    ScalarValue value;  // kConst
+    int64_t arg = 0;    // kArg: argument index
     UnaryKernel unary = nullptr;
     BinaryKernel binary = nullptr;
     TernaryKernel ternary = nullptr;

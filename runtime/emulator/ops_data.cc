@@ -274,7 +274,7 @@ absl::Status ScatterKernel(const HloInstruction& instr,
     widths[i] = hlo::ByteWidth(t);
   }
   std::vector<int64_t> idx(us.rank(), 0), in_idx(is.rank(), 0), start(os.rank());
-  std::vector<uint64_t> args(2 * n), results(n);
+  std::vector<ScalarValue> args(2 * n), results(n);
   int64_t linear = 0;
   do {
     for (size_t b = 0; b < scatter_dims_upd.size(); ++b) {
@@ -302,15 +302,15 @@ absl::Status ScatterKernel(const HloInstruction& instr,
       }
       const int64_t dst = os.rank() ? hlo::LinearIndex(full, ostr) : 0;
       for (int64_t i = 0; i < n; ++i) {
-        args[i] = 0;
-        args[n + i] = 0;
-        loads[i](static_cast<const uint8_t*>(outs[i]) + dst * widths[i], 1, &args[i], 1);
+        args[i] = ScalarValue();
+        args[n + i] = ScalarValue();
+        loads[i](static_cast<const uint8_t*>(outs[i]) + dst * widths[i], 1, args[i].bytes, 1);
         loads[i](static_cast<const uint8_t*>(updates[i]) + linear * widths[i], 1,
-                 &args[n + i], 1);
+                 args[n + i].bytes, 1);
       }
       combiner->Eval(args, results.data());
       for (int64_t i = 0; i < n; ++i) {
-        stores[i](&results[i], static_cast<uint8_t*>(outs[i]) + dst * widths[i], 1);
+        stores[i](results[i].bytes, static_cast<uint8_t*>(outs[i]) + dst * widths[i], 1);
       }
     }
     ++linear;

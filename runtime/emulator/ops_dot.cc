@@ -8,6 +8,7 @@
 #define EIGEN_DONT_PARALLELIZE
 #include <Eigen/Core>
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -270,6 +271,68 @@ void MatMul(const DotGeometry& g, const Operand<T>& a, const Operand<T>& b, T* c
   }
 }
 
+// Complex dot (either side complex; a real side is converted): both
+// operands become contiguous [batch, m, k] / [batch, k, n] stacks of
+// std::complex<T>, multiplied by Eigen like the real case.
+template <typename T>
+absl::Status ComplexDot(const HloInstruction& instr, const DotGeometry& g, const void* lhs,
+                        const void* rhs, void* out, int num_threads) {
+  using Z = std::complex<T>;
+  const PrimitiveType zt = std::is_same_v<T, float> ? PrimitiveType::kC64 : PrimitiveType::kC128;
+  auto pack = [&](const void* src, const Shape& s, const std::vector<int64_t>& perm,
+                  Operand<Z>* op) -> absl::Status {
+    const int64_t n = s.num_elements();
+    Z* dst = op->storage.Allocate(n);
+    if (dst == nullptr) return HostExhausted(n * sizeof(Z));
+    op->data = dst;
+    if (n == 0) return absl::OkStatus();
+    // Source order in Z, then the permutation.
+    HostArray<uint8_t> raw;
+    HostArray<Z> conv;
+    uint8_t* r = raw.Allocate(n * ComputeWidth(s.element_type()));
+    Z* c = conv.Allocate(n);
+    if (r == nullptr || c == nullptr) return HostExhausted(n * (sizeof(Z) + kMaxComputeWidth));
+    GetLoadKernel(s.element_type())(src, 1, r, n);
+    ASSIGN_OR_RETURN(UnaryKernel to_z, GetConvertKernel(s.element_type(), zt));
+    to_z(r, c, n);
+    const int64_t rank = s.rank();
+    const std::vector<int64_t> strides = rank ? s.Strides() : std::vector<int64_t>{};
+    std::vector<int64_t> idx(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t from = 0;
+      for (int64_t d = 0; d < rank; ++d) from += idx[d] * strides[perm[d]];
+      dst[i] = c[from];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < s.dimensions(perm[d])) break;
+        idx[d] = 0;
+      }
+    }
+    return absl::OkStatus();
+  };
+  Operand<Z> a, b;
+  RETURN_IF_ERROR(pack(lhs, instr.operand(0)->shape(), g.lhs_perm, &a));
+  RETURN_IF_ERROR(pack(rhs, instr.operand(1)->shape(), g.rhs_perm, &b));
+  const PrimitiveType out_type = instr.shape().element_type();
+  const int64_t out_n = g.batch * g.m * g.n;
+  HostArray<Z> scratch;
+  Z* c = out_type == zt ? static_cast<Z*>(out) : scratch.Allocate(out_n);
+  if (c == nullptr) return HostExhausted(out_n * sizeof(Z));
+  if (out_n == 0) return absl::OkStatus();
+  if (g.k > 0) {
+    MatMul<Z>(g, a, b, c, num_threads);
+  } else {
+    std::fill(c, c + out_n, Z(0));
+  }
+  if (out_type == zt) return absl::OkStatus();
+  ASSIGN_OR_RETURN(UnaryKernel conv, GetConvertKernel(zt, out_type));
+  HostArray<uint8_t> converted;
+  uint8_t* tmp = converted.Allocate(out_n * kMaxComputeWidth);
+  if (tmp == nullptr) return HostExhausted(out_n * kMaxComputeWidth);
+  conv(c, tmp, out_n);
+  GetStoreKernel(out_type)(tmp, out, out_n);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status DotKernel(const HloInstruction& instr, const void* lhs,
@@ -279,6 +342,14 @@ absl::Status DotKernel(const HloInstruction& instr, const void* lhs,
   const PrimitiveType out_type = instr.shape().element_type();
   const DotGeometry g = Geometry(instr);
   const int64_t out_n = g.batch * g.m * g.n;
+  const PrimitiveType lt = ls.element_type(), rt = rs.element_type();
+  if (hlo::IsComplex(lt) || hlo::IsComplex(rt) || hlo::IsComplex(out_type)) {
+    const bool wide = lt == PrimitiveType::kC128 || rt == PrimitiveType::kC128 ||
+                      lt == PrimitiveType::kF64 || rt == PrimitiveType::kF64 ||
+                      out_type == PrimitiveType::kC128;
+    return wide ? ComplexDot<double>(instr, g, lhs, rhs, out, num_threads)
+                : ComplexDot<float>(instr, g, lhs, rhs, out, num_threads);
+  }
   const bool any_int = !hlo::IsFloatingPoint(ls.element_type()) ||
                        !hlo::IsFloatingPoint(rs.element_type());
   if (any_int) {

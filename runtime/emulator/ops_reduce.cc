@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
       for (int64_t k = 0; k < LeafCount(x->shape()); ++k) {
         Node n;
         n.kind = Node::Kind::kArg;
-        n.value = arg_base[x->parameter_number()] + k;
+        n.arg = arg_base[x->parameter_number()] + k;
         n.out = ev->num_slots_++;
         s.push_back(n.out);
         ev->nodes_.push_back(n);
@@ -74,7 +74,8 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
     }
     if (op == HloOpcode::kConstant) {
       n.kind = Node::Kind::kConst;
-      GetLoadKernel(t)(x->literal().raw(), 0, &n.value, 1);
+      if (!x->has_literal()) return fail(x);
+      GetLoadKernel(t)(x->literal().raw(), 0, n.value.bytes, 1);
     } else if (hlo::IsElementwiseUnary(op)) {
       n.kind = Node::Kind::kUnary;
       ASSIGN_OR_RETURN(n.unary, GetUnaryKernel(op, t));
@@ -120,36 +121,37 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
   return ev;
 }
 
-void ScalarEvaluator::Eval(absl::Span<const uint64_t> args,
-                           uint64_t* results) const {
-  uint64_t local[64];
-  std::vector<uint64_t> heap;
-  uint64_t* v = local;
+void ScalarEvaluator::Eval(absl::Span<const ScalarValue> args,
+                           ScalarValue* results) const {
+  ScalarValue local[64];
+  std::vector<ScalarValue> heap;
+  ScalarValue* v = local;
   if (num_slots_ > 64) {
     heap.resize(num_slots_);
     v = heap.data();
   }
   for (const Node& n : nodes_) {
     switch (n.kind) {
-      case Node::Kind::kArg: v[n.out] = args[n.value]; break;
+      case Node::Kind::kArg: v[n.out] = args[n.arg]; break;
       case Node::Kind::kConst: v[n.out] = n.value; break;
       case Node::Kind::kUnary:
-        v[n.out] = 0;
-        n.unary(&v[n.args[0]], &v[n.out], 1);
+        v[n.out] = ScalarValue();
+        n.unary(v[n.args[0]].bytes, v[n.out].bytes, 1);
         break;
       case Node::Kind::kBinary:
-        v[n.out] = 0;
-        n.binary(&v[n.args[0]], &v[n.args[1]], &v[n.out], 1);
+        v[n.out] = ScalarValue();
+        n.binary(v[n.args[0]].bytes, v[n.args[1]].bytes, v[n.out].bytes, 1);
         break;
       case Node::Kind::kTernary:
-        v[n.out] = 0;
-        n.ternary(&v[n.args[0]], &v[n.args[1]], &v[n.args[2]], &v[n.out], 1);
+        v[n.out] = ScalarValue();
+        n.ternary(v[n.args[0]].bytes, v[n.args[1]].bytes, v[n.args[2]].bytes, v[n.out].bytes,
+                  1);
         break;
       case Node::Kind::kBitcast: {
-        uint64_t bits = 0;
-        n.store(&v[n.args[0]], &bits, 1);
-        v[n.out] = 0;
-        n.load(&bits, 1, &v[n.out], 1);
+        ScalarValue bits;
+        n.store(v[n.args[0]].bytes, bits.bytes, 1);
+        v[n.out] = ScalarValue();
+        n.load(bits.bytes, 1, v[n.out].bytes, 1);
         break;
       }
     }
@@ -187,9 +189,11 @@ absl::Status ReduceKernel(const HloInstruction& instr,
     widths[i] = hlo::ByteWidth(types[i]);
   }
   // acc[o * n + i], compute representation.
-  std::vector<uint64_t> acc(out_count * n, 0);
+  std::vector<ScalarValue> acc(out_count * n);
   for (int64_t o = 0; o < out_count; ++o) {
-    for (int64_t i = 0; i < n; ++i) GetLoadKernel(types[i])(inits[i], 0, &acc[o * n + i], 1);
+    for (int64_t i = 0; i < n; ++i) {
+      GetLoadKernel(types[i])(inits[i], 0, acc[o * n + i].bytes, 1);
+    }
   }
   const int64_t total = in_shape.num_elements();
   std::optional<HloOpcode> simple = MatchReducer(instr.to_apply());
@@ -198,11 +202,11 @@ absl::Status ReduceKernel(const HloInstruction& instr,
     ASSIGN_OR_RETURN(BinaryKernel combine, GetBinaryKernel(*simple, types[0]));
     const int w = ComputeWidth(types[0]);
     const int64_t cols = in_shape.dimensions(rank - 1);
-    std::vector<uint64_t> row_acc(out_count, 0);
+    std::vector<ScalarValue> row_acc(out_count);
     // Re-pack acc (stride n == 1) densely in compute width.
-    uint8_t* a = reinterpret_cast<uint8_t*>(row_acc.data());
-    for (int64_t o = 0; o < out_count; ++o) std::memcpy(a + o * w, &acc[o], w);
-    std::vector<uint64_t> vals(cols + 1);
+    uint8_t* a = row_acc.data()->bytes;
+    for (int64_t o = 0; o < out_count; ++o) std::memcpy(a + o * w, acc[o].bytes, w);
+    std::vector<ScalarValue> vals(cols + 1);
     const LoadKernel load = GetLoadKernel(types[0]);
     std::vector<int64_t> idx(rank, 0);
     for (int64_t row = 0; row * cols < total; ++row) {
@@ -221,7 +225,7 @@ absl::Status ReduceKernel(const HloInstruction& instr,
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> ev,
                    ScalarEvaluator::Create(instr.to_apply()));
-  std::vector<uint64_t> args(2 * n), results(n);
+  std::vector<ScalarValue> args(2 * n), results(n);
   std::vector<LoadKernel> loads(n);
   for (int64_t i = 0; i < n; ++i) loads[i] = GetLoadKernel(types[i]);
   std::vector<int64_t> idx(rank, 0);
@@ -230,8 +234,8 @@ absl::Status ReduceKernel(const HloInstruction& instr,
     for (int64_t d = 0; d < rank; ++d) o += idx[d] * out_stride[d];
     for (int64_t i = 0; i < n; ++i) {
       args[i] = acc[o * n + i];
-      args[n + i] = 0;
-      loads[i](static_cast<const uint8_t*>(inputs[i]) + e * widths[i], 1, &args[n + i], 1);
+      args[n + i] = ScalarValue();
+      loads[i](static_cast<const uint8_t*>(inputs[i]) + e * widths[i], 1, args[n + i].bytes, 1);
     }
     ev->Eval(args, results.data());
     for (int64_t i = 0; i < n; ++i) acc[o * n + i] = results[i];
@@ -243,7 +247,7 @@ absl::Status ReduceKernel(const HloInstruction& instr,
   for (int64_t i = 0; i < n; ++i) {
     const StoreKernel store = GetStoreKernel(types[i]);
     for (int64_t o = 0; o < out_count; ++o) {
-      store(&acc[o * n + i], static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
+      store(acc[o * n + i].bytes, static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
     }
   }
   return absl::OkStatus();

@@ -21,19 +21,19 @@ using hlo::HloInstruction;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-// All elements of an array in 8-byte compute slots.
-std::vector<uint64_t> LoadSlots(PrimitiveType t, const void* data, int64_t n) {
-  std::vector<uint64_t> slots(n, 0);
+// All elements of an array in compute-representation slots.
+std::vector<ScalarValue> LoadSlots(PrimitiveType t, const void* data, int64_t n) {
+  std::vector<ScalarValue> slots(n);
   const LoadKernel load = GetLoadKernel(t);
   const int64_t w = hlo::ByteWidth(t);
   for (int64_t i = 0; i < n; ++i) {
-    load(static_cast<const uint8_t*>(data) + i * w, 1, &slots[i], 1);
+    load(static_cast<const uint8_t*>(data) + i * w, 1, slots[i].bytes, 1);
   }
   return slots;
 }
 
-void StoreSlot(PrimitiveType t, uint64_t v, void* data, int64_t i) {
-  GetStoreKernel(t)(&v, static_cast<uint8_t*>(data) + i * hlo::ByteWidth(t), 1);
+void StoreSlot(PrimitiveType t, const ScalarValue& v, void* data, int64_t i) {
+  GetStoreKernel(t)(v.bytes, static_cast<uint8_t*>(data) + i * hlo::ByteWidth(t), 1);
 }
 
 // Rows along dimension `dim` of `dims`: start offset of each row and the
@@ -85,14 +85,14 @@ absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* cons
                    ScalarEvaluator::Create(instr.to_apply()));
   const int64_t n = instr.operand_count();
   const Shape& shape = instr.operand(0)->shape();
-  std::vector<std::vector<uint64_t>> values(n);
+  std::vector<std::vector<ScalarValue>> values(n);
   for (int64_t i = 0; i < n; ++i) {
     values[i] = LoadSlots(instr.operand(i)->shape().element_type(), in[i], shape.num_elements());
   }
   if (shape.num_elements() == 0) return absl::OkStatus();
   const Rows rows = RowsAlong(shape.dimensions(), instr.dimensions()[0]);
-  std::vector<uint64_t> args(2 * n);
-  uint64_t result = 0;
+  std::vector<ScalarValue> args(2 * n);
+  ScalarValue result;
   std::vector<int64_t> perm;
   for (int64_t start : rows.starts) {
     auto less = [&](int64_t a, int64_t b) {
@@ -101,7 +101,7 @@ absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* cons
         args[2 * i + 1] = values[i][start + b * rows.stride];
       }
       cmp->Eval(args, &result);
-      return (result & 0xff) != 0;
+      return result.AsPred();
     };
     SortRow(rows.length, less, &perm);
     for (int64_t i = 0; i < n; ++i) {
@@ -121,7 +121,7 @@ absl::Status TopKKernel(const HloInstruction& instr, const void* in, void* value
   const PrimitiveType t = shape.element_type();
   const Shape& out_shape = instr.shape().tuple_shapes(0);
   const int64_t k = out_shape.dimensions(out_shape.rank() - 1);
-  std::vector<uint64_t> values = LoadSlots(t, in, shape.num_elements());
+  std::vector<ScalarValue> values = LoadSlots(t, in, shape.num_elements());
   std::unique_ptr<ScalarEvaluator> cmp;
   if (instr.opcode() == hlo::HloOpcode::kCustomCall) {
     if (instr.called_computations().size() != 1) {
@@ -145,26 +145,26 @@ absl::Status TopKKernel(const HloInstruction& instr, const void* in, void* value
     return absl::InvalidArgumentError(absl::StrCat(
         "TopK custom-call ", instr.name(), ": comparator must take 2 or 4 parameters"));
   }
-  std::vector<uint64_t> args(cmp_params, 0);
-  uint64_t result = 0;
+  std::vector<ScalarValue> args(cmp_params);
+  ScalarValue result;
   std::vector<int64_t> perm;
   for (int64_t r = 0; r < rows; ++r) {
-    const uint64_t* row = values.data() + r * length;
+    const ScalarValue* row = values.data() + r * length;
     auto before = [&](int64_t a, int64_t b) {
       if (cmp) {
         args[0] = row[a];
         args[1] = row[b];
         if (cmp_params == 4) {
           const int32_t ia = static_cast<int32_t>(a), ib = static_cast<int32_t>(b);
-          std::memcpy(&args[2], &ia, 4);
-          std::memcpy(&args[3], &ib, 4);
+          std::memcpy(args[2].bytes, &ia, 4);
+          std::memcpy(args[3].bytes, &ib, 4);
         }
         cmp->Eval(args, &result);
       } else {
-        result = 0;
-        gt(&row[a], &row[b], &result, 1);
+        result = ScalarValue();
+        gt(row[a].bytes, row[b].bytes, result.bytes, 1);
       }
-      return (result & 0xff) != 0;
+      return result.AsPred();
     };
     SortRow(length, before, &perm);
     for (int64_t j = 0; j < k; ++j) {
@@ -187,17 +187,17 @@ absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* ope
   const Shape& sshape = instr.operand(1)->shape();
   const PrimitiveType ot = oshape.element_type();
   const PrimitiveType st = sshape.element_type();
-  const std::vector<uint64_t> op = LoadSlots(ot, operand, oshape.num_elements());
-  const std::vector<uint64_t> src = LoadSlots(st, source, sshape.num_elements());
-  const std::vector<uint64_t> init_v = LoadSlots(st, init, 1);
-  std::vector<uint64_t> acc(oshape.num_elements(), init_v[0]);
+  const std::vector<ScalarValue> op = LoadSlots(ot, operand, oshape.num_elements());
+  const std::vector<ScalarValue> src = LoadSlots(st, source, sshape.num_elements());
+  const std::vector<ScalarValue> init_v = LoadSlots(st, init, 1);
+  std::vector<ScalarValue> acc(oshape.num_elements(), init_v[0]);
   const int64_t rank = oshape.rank();
   const auto& win = instr.attrs().window;
   std::vector<int64_t> ostrides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
   std::vector<int64_t> sidx(rank, 0), widx(rank, 0);
-  std::vector<uint64_t> args(2);
-  uint64_t result = 0;
+  std::vector<ScalarValue> args(2);
+  ScalarValue result;
   for (int64_t s = 0; s < sshape.num_elements(); ++s) {
     int64_t best = -1;
     std::fill(widx.begin(), widx.end(), 0);
@@ -220,7 +220,7 @@ absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* ope
           args[0] = op[best];
           args[1] = op[flat];
           select->Eval(args, &result);
-          if ((result & 0xff) == 0) best = flat;
+          if (!result.AsPred()) best = flat;
         }
       }
       more = false;

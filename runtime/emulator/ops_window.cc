@@ -76,12 +76,12 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
   std::vector<PrimitiveType> types(n);
   std::vector<int> widths(n);
   std::vector<LoadKernel> loads(n);
-  std::vector<uint64_t> init_values(n, 0);
+  std::vector<ScalarValue> init_values(n);
   for (int64_t i = 0; i < n; ++i) {
     types[i] = instr.operand(i)->shape().element_type();
     widths[i] = hlo::ByteWidth(types[i]);
     loads[i] = GetLoadKernel(types[i]);
-    loads[i](inits[i], 0, &init_values[i], 1);
+    loads[i](inits[i], 0, init_values[i].bytes, 1);
   }
   // A plain binary reducer folds with its kernel; anything else runs the
   // reducer computation through the scalar evaluator.
@@ -99,7 +99,7 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
   {
     std::vector<std::vector<int64_t>> coords(rank);
     std::vector<int64_t> idx(rank), pick(rank);
-    std::vector<uint64_t> args(2 * n), acc(n), results(n);
+    std::vector<ScalarValue> args(2 * n), acc(n), results(n);
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < out_count; ++o) {
       // Output multi-index, then each dimension's window coordinates.
@@ -119,15 +119,15 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
           int64_t offset = 0;
           for (int64_t d = 0; d < rank; ++d) offset += coords[d][pick[d]] * in_strides[d];
           if (combine != nullptr) {
-            uint64_t v = 0;
-            loads[0](static_cast<const uint8_t*>(inputs[0]) + offset * widths[0], 1, &v, 1);
-            combine(&acc[0], &v, &acc[0], 1);
+            ScalarValue v;
+            loads[0](static_cast<const uint8_t*>(inputs[0]) + offset * widths[0], 1, v.bytes, 1);
+            combine(acc[0].bytes, v.bytes, acc[0].bytes, 1);
           } else {
             for (int64_t i = 0; i < n; ++i) {
               args[i] = acc[i];
-              args[n + i] = 0;
+              args[n + i] = ScalarValue();
               loads[i](static_cast<const uint8_t*>(inputs[i]) + offset * widths[i], 1,
-                       &args[n + i], 1);
+                       args[n + i].bytes, 1);
             }
             ev->Eval(args, results.data());
             acc = results;
@@ -141,7 +141,7 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
         }
       }
       for (int64_t i = 0; i < n; ++i) {
-        GetStoreKernel(types[i])(&acc[i], static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
+        GetStoreKernel(types[i])(acc[i].bytes, static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
       }
     }
   }

@@ -18,6 +18,42 @@ run_cmd 0 "compare vocab mesh 8" -- compare "${SMALL[@]}" --mesh=8 --shard=vocab
 }
 run_cmd 0 "compare batch mesh 2" -- compare "${SMALL[@]}" --mesh=2 --shard=batch --seed=3 &&
   expect_in "$WORK/out" "batch-sharded over 2 devices" "batch header"
+# Ragged batch: B=2 over 8 devices (6 of them hold only padding rows).
+run_cmd 0 "compare ragged batch mesh 8" -- compare "${SMALL[@]}" --mesh=8 --shard=batch &&
+  expect_in "$WORK/out" "batch-sharded over 8 devices (1 sequence each)" "ragged batch header"
+# 2-D meshes and sequence sharding (issue 20).
+for spec in "2x4 batch,vocab" "4x2 batch,vocab" "2x4 seq,vocab" "8 seq" "2x4 batch,seq"; do
+  set -- $spec
+  run_cmd 0 "compare $1 $2" -- compare --kernel=grpo_tiled --mode=fwd_bwd --batch=3 --seq=7 --vocab=37 \
+    --block-size=4 --loss-type=sequence_mean --mesh=$1 --shard=$2 --seed=5 &&
+    expect_in "$WORK/out" "PASS: 6 outputs within tolerance" "$1 $2 pass"
+done
+run_cmd 0 "compare 2x4 seq,vocab header" -- compare "${SMALL[@]}" --mesh=2x4 --shard=seq,vocab &&
+  expect_in "$WORK/out" "seq,vocab-sharded over mesh 2x4 (8 devices; per device B 2, T 2, V 10)" "2-D header"
+# A v6e-256 pod's mesh: 256 device programs, the peaks summarised.
+run_cmd 0 "compare 16x16 batch,vocab" -- compare --kernel=grpo_tiled --mode=fwd_bwd --batch=16 \
+  --seq=8 --vocab=300 --block-size=16 --mesh=16x16 --shard=batch,vocab --threads=2 && {
+  expect_in "$WORK/out" "batch,vocab-sharded over mesh 16x16 (256 devices; per device B 1, T 8, V 19)" "pod header"
+  expect_in "$WORK/out" "  256 devices: sharded peak from" "pod peaks summarised"
+  expect_in "$WORK/out" "PASS: 6 outputs within tolerance" "pod pass"
+}
+run_cmd 0 "compare fused seq,vocab" -- compare --kernel=grpo_fused_linear --mode=fwd_bwd --batch=2 --seq=5 \
+  --vocab=37 --hidden=16 --block-size=8 --mesh=2x4 --shard=seq,vocab &&
+  expect_in "$WORK/out" "PASS: 7 outputs within tolerance" "fused seq,vocab pass"
+# Two shardings against each other (2-D batch,vocab against 8-way vocab).
+run_cmd 0 "compare against another sharding" -- compare "${SMALL[@]}" --mesh=2x4 \
+  --shard=batch,vocab --against-mesh=8 --against-shard=vocab && {
+  expect_in "$WORK/out" "reference vocab-sharded over 8 devices (5 vocab columns each) vs batch,vocab-sharded over mesh 2x4" "against header"
+  expect_in "$WORK/out" "tolerance: |sharded - reference|" "against tolerance"
+  expect_in "$WORK/out" "peak HBM: reference" "against peak"
+  expect_in "$WORK/out" "PASS: 6 outputs within tolerance" "against pass"
+}
+run_cmd 0 "compare against seq on the same mesh" -- compare "${SMALL[@]}" --mesh=2x4 \
+  --shard=seq,vocab --against-shard=batch,vocab &&
+  expect_in "$WORK/out" "reference batch,vocab-sharded over mesh 2x4" "against same mesh"
+run_cmd 1 "compare against: forced mismatch" -- compare "${SMALL[@]}" --mesh=8 --shard=seq \
+  --against-shard=vocab --perturb=logp:3 &&
+  expect_in "$WORK/out" "FAIL: logp: 1 of 6 elements beyond tolerance; worst [1,0]: sharded" "against mismatch"
 run_cmd 0 "compare bf16 entropy" -- compare --kernel=entropy_tiled --batch=2 --seq=4 --vocab=50 \
   --logits-dtype=bf16 --block-size=4 --mesh=4 --shard=vocab && {
   expect_in "$WORK/out" "tolerance: |sharded - unsharded| <= 0.002 + 0.02 * |unsharded|" "bf16 tolerance"
@@ -47,24 +83,37 @@ check_usage() {  # DESCRIPTION EXPECTED_TEXT ARGS...
     expect_one_line "$WORK/err" "$desc"
   }
 }
-check_usage "compare without --shard" "--shard=batch or --shard=vocab is required" compare "${SMALL[@]}"
+check_usage "compare without --shard" "--shard=KIND[,KIND] (batch, seq or vocab per mesh axis) is required" compare "${SMALL[@]}"
 check_usage "compare --shard=none" "--shard" compare "${SMALL[@]}" --shard=none
 check_usage "compare without --kernel" "--kernel=NAME is required" compare --shard=vocab
-check_usage "compare B % N" "B=2 is not divisible by the mesh size 8" compare "${SMALL[@]}" --shard=batch --mesh=8
+check_usage "compare --mesh=2x" "--mesh must be N or AxB" compare "${SMALL[@]}" --shard=vocab --mesh=2x
+check_usage "compare --shard per axis" "--shard=batch,vocab,seq has 3 entries but --mesh=2x4 has 2 axes" \
+  compare "${SMALL[@]}" --shard=batch,vocab,seq --mesh=2x4
+check_usage "compare --against-mesh alone" "--against-mesh needs --against-shard" \
+  compare "${SMALL[@]}" --shard=vocab --against-mesh=4
+check_usage "compare bad --against-shard" "--against-shard=batch,vocab has 2 entries but --against-mesh=8 has 1 axis" \
+  compare "${SMALL[@]}" --shard=batch --against-shard=batch,vocab --against-mesh=8
+check_usage "compare --against-shard on reference" "--against-shard=vocab --against-mesh=8: vocab sharding needs a tiled kernel" \
+  compare --kernel=grpo_reference --vocab=64 --shard=batch --against-shard=vocab
+check_usage "compare --shard=none,none" "--shard must split something" compare "${SMALL[@]}" --shard=none,none --mesh=2x4
+check_usage "compare bad kind" "--shard expects one of none|batch|seq|vocab per mesh axis" \
+  compare "${SMALL[@]}" --shard=batch,model --mesh=2x4
+check_usage "compare reference on vocab" "vocab sharding needs a tiled kernel" \
+  compare --kernel=grpo_reference --vocab=64 --shard=seq,vocab --mesh=2x4
 check_usage "compare --inputs and --seed" "give --inputs=DIR or --seed=N, not both" \
   compare "${SMALL[@]}" --shard=vocab --inputs="$CASE" --seed=1
 check_usage "compare bad --perturb" "--perturb wants OUTPUT:INDEX" compare "${SMALL[@]}" --shard=vocab --perturb=dlogits
 check_usage "compare unknown output" "no such output" compare "${SMALL[@]}" --shard=vocab --perturb=nope:0
-check_usage "compare --mesh=0" "--mesh must be in [1, 4096]" compare "${SMALL[@]}" --shard=vocab --mesh=0
+check_usage "compare --mesh=0" "--mesh must be N or AxB with at most 4096 devices" compare "${SMALL[@]}" --shard=vocab --mesh=0
 check_usage "compare vocab-sharded reference" "vocab sharding needs a tiled kernel" \
   compare --kernel=grpo_reference --vocab=64 --shard=vocab
 check_usage "compare positional" "" compare "${SMALL[@]}" --shard=vocab extra.hlo
-check_usage "dump --global-form alone" "--global-form needs --shard=batch or --shard=vocab" \
+check_usage "dump --global-form alone" "--global-form needs a sharding" \
   dump "${SMALL[@]}" --global-form
 check_usage "dump --mesh without --kernel" "--mesh only applies with --kernel=NAME" dump --mesh=4 x.hlo
 run_cmd 0 "compare --help" -- compare --help && {
-  expect_in "$WORK/out" "--shard=batch|vocab" "compare help lists --shard"
-  expect_in "$WORK/out" "--mesh=INT" "compare help lists --mesh"
+  expect_in "$WORK/out" "--shard=KIND[,KIND]" "compare help lists --shard"
+  expect_in "$WORK/out" "--mesh=N|AxB" "compare help lists --mesh"
 }
 
 # dump: the per-device module and the global form.

@@ -192,7 +192,7 @@ BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string
   if (id == "grpo_tiled_vocab") {
     c.kernel.kernel = "grpo_tiled";
     c.shard.shard = "vocab";
-    c.shard.mesh = f.mesh;
+    c.shard.mesh = absl::StrCat(f.mesh);
   }
   c.name = absl::StrCat(c.kernel.kernel, " ", c.kernel.mode);
   if (c.shard.shard != "none") absl::StrAppend(&c.name, " ", c.shard.shard, "/", c.shard.mesh);

@@ -39,6 +39,7 @@ constexpr absl::string_view kCmd = "tpuoff compare";
 struct CompareFlags {
   KernelFlags kernel;
   ShardFlags shard;
+  ShardFlags against;  // the reference: unsharded (none) or another sharding
   int64_t seed = 0;
   std::string inputs;
   std::optional<double> atol;
@@ -110,16 +111,22 @@ absl::Status ParsePerturb(const std::string& text, std::string* name, int64_t* i
 int CompareMain(const std::vector<std::string>& args) {
   CompareFlags f;
   f.shard.shard = "";
+  f.against.mesh = "";
   FlagSet flags(
       std::string(kCmd),
-      "--kernel=NAME [kernel flags] (--shard=batch|vocab [--mesh=N] | "
-      "--backends=A,B [--shard=none|batch|vocab]) [--seed=N | --inputs=DIR] [flags]",
+      "--kernel=NAME [kernel flags] (--shard=KIND[,KIND] [--mesh=N|AxB] "
+      "[--against-shard=KIND[,KIND] --against-mesh=N|AxB] | --backends=A,B "
+      "[--shard=...]) [--seed=N | --inputs=DIR] [flags]",
       "Builds the kernel unsharded and as a shard_map over --mesh simulated v6e\n"
-      "devices (--shard: split the batch or the vocab), runs both on identical\n"
+      "devices (--shard: what each mesh axis splits: batch, seq, vocab or none,\n"
+      "e.g. --mesh=2x4 --shard=batch,vocab), runs both on identical\n"
       "global inputs (DIR/<parameter>.npy, or deterministic random ones from\n"
       "--seed), and prints per output the max abs and max relative difference\n"
       "and the worst element, and per device the peak HBM beside the\n"
-      "unsharded peak. --backends=emulator,pjrt instead runs one module (the\n"
+      "unsharded peak. --against-shard (and --against-mesh, default --mesh) make\n"
+      "the reference another sharding instead of the unsharded module, e.g.\n"
+      "--mesh=2x4 --shard=batch,vocab --against-mesh=8 --against-shard=vocab.\n"
+      "--backends=emulator,pjrt instead runs one module (the\n"
       "kernel, sharded by --shard when given) on the two backends and compares\n"
       "B against A (--pjrt-plugin: the PJRT plugin, default the XLA CPU plugin).\n"
       "Tolerance: |sharded - unsharded| <= atol + rtol*|unsharded|\n"
@@ -128,6 +135,9 @@ int CompareMain(const std::vector<std::string>& args) {
       "Exit codes: 0 within tolerance, 1 beyond it (or a failed run), 2 usage error.");
   RegisterKernelFlags(flags, &f.kernel);
   RegisterShardFlags(flags, &f.shard, {.with_none = true, .with_global_form = false});
+  const ShardFlagOptions against_options = {
+      .with_none = true, .with_global_form = false, .prefix = "against-"};
+  RegisterShardFlags(flags, &f.against, against_options);
   flags.AddInt64("seed", &f.seed, "seed of the random inputs");
   flags.AddString("inputs", &f.inputs, "directory of global <parameter>.npy inputs", "DIR");
   flags.AddOptionalDouble("atol", &f.atol, "absolute tolerance (none = by logits dtype)");
@@ -163,13 +173,28 @@ int CompareMain(const std::vector<std::string>& args) {
     if (!flags.WasSet("shard")) f.shard.shard = "none";
   } else if (flags.WasSet("pjrt-plugin")) {
     return ReportUsageError(kCmd, "--pjrt-plugin needs --backends");
-  } else if (!flags.WasSet("shard") || f.shard.shard == "none") {
-    return ReportUsageError(kCmd, "--shard=batch or --shard=vocab is required");
+  } else if (!flags.WasSet("shard")) {
+    return ReportUsageError(
+        kCmd, "--shard=KIND[,KIND] (batch, seq or vocab per mesh axis) is required");
+  }
+  if (!backends.empty() && (flags.WasSet("against-shard") || flags.WasSet("against-mesh"))) {
+    return ReportUsageError(kCmd, "--against-shard/--against-mesh do not apply with --backends");
   }
   if (absl::Status s = CheckKernelFlagUsage(flags, &f.kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
-  if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel); !s.ok()) {
+  if (absl::Status s = CheckShardFlagUsage(
+          flags, f.shard, f.kernel,
+          {.with_none = !backends.empty(), .with_global_form = false});
+      !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
+  if (flags.WasSet("against-mesh") && !flags.WasSet("against-shard")) {
+    return ReportUsageError(kCmd, "--against-mesh needs --against-shard");
+  }
+  if (!flags.WasSet("against-mesh")) f.against.mesh = f.shard.mesh;
+  if (absl::Status s = CheckShardFlagUsage(flags, f.against, f.kernel, against_options);
+      !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (flags.WasSet("inputs") && flags.WasSet("seed")) {
@@ -207,30 +232,47 @@ int CompareMain(const std::vector<std::string>& args) {
   if (!unsharded.ok()) return ReportFailure(kCmd, unsharded.status());
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> sharded = BuildShardedModule(f.kernel, f.shard);
   if (!sharded.ok()) return ReportFailure(kCmd, sharded.status());
-  const bool partitioned = hlo::IsPartitionedModule(**sharded);
-  std::optional<hlo::PartitionedSignature> sig;
-  if (partitioned) {
-    absl::StatusOr<hlo::PartitionedSignature> s = hlo::GetPartitionedSignature(**sharded);
-    if (!s.ok()) return ReportFailure(kCmd, s.status());
-    sig = *std::move(s);
+  auto signature_of = [](const hlo::HloModule& m)
+      -> absl::StatusOr<std::optional<hlo::PartitionedSignature>> {
+    if (!hlo::IsPartitionedModule(m)) return std::optional<hlo::PartitionedSignature>();
+    ASSIGN_OR_RETURN(hlo::PartitionedSignature s, hlo::GetPartitionedSignature(m));
+    return std::optional<hlo::PartitionedSignature>(std::move(s));
+  };
+  absl::StatusOr<std::optional<hlo::PartitionedSignature>> sig = signature_of(**sharded);
+  if (!sig.ok()) return ReportFailure(kCmd, sig.status());
+  // The reference of a sharding comparison: the unsharded module, or the
+  // --against-shard one.
+  absl::StatusOr<kernels::ShardingSpec> against_spec = ShardingSpecFromFlags(f.against);
+  if (!against_spec.ok()) return ReportFailure(kCmd, against_spec.status());
+  const bool against_sharded = backends.empty() && against_spec->Sharded();
+  std::unique_ptr<hlo::HloModule> against_module;
+  if (against_sharded) {
+    absl::StatusOr<std::unique_ptr<hlo::HloModule>> m = BuildShardedModule(f.kernel, f.against);
+    if (!m.ok()) return ReportFailure(kCmd, m.status());
+    against_module = *std::move(m);
   }
+  const hlo::HloModule& reference = against_sharded ? *against_module : **unsharded;
+  absl::StatusOr<std::optional<hlo::PartitionedSignature>> ref_sig = signature_of(reference);
+  if (!ref_sig.ok()) return ReportFailure(kCmd, ref_sig.status());
 
   // Identical global inputs for both.
   const hlo::HloComputation& params = *(*unsharded)->entry();
   // Both runs' memory on the host, checked before any input exists: the
-  // inputs, the unsharded run (its outputs stay while the sharded one runs),
+  // inputs, the reference run (its outputs stay while the other one runs),
   // and every device of the sharded run with its split inputs and the
   // reassembled outputs.
   {
-    const int64_t n = f.shard.mesh;
     const hlo::HloModule& sm = **sharded;
+    const int64_t ref_devices = std::max<int64_t>(reference.num_partitions(), 1);
     HostNeed need;
-    need.num_devices = n;
+    need.num_devices = std::max<int64_t>(sm.num_partitions(), 1);
     need.inputs = ParameterBytes(params);
     need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(sm)) +
                       ParameterBytes(*sm.entry());
     need.outputs = SaturatingBytes(ResultBytes(*(*unsharded)->entry()), 2) +
-                   std::max<int64_t>(0, DeviceBytesBeyondArguments(**unsharded));
+                   SaturatingBytes(std::max<int64_t>(0, DeviceBytesBeyondArguments(reference)) +
+                                       (ref_devices > 1 ? ParameterBytes(*reference.entry()) : 0),
+                                   ref_devices);
     if (absl::Status s = CheckHostMemory("this comparison", need); !s.ok()) {
       return ReportFailure(kCmd, s);
     }
@@ -266,14 +308,16 @@ int CompareMain(const std::vector<std::string>& args) {
   // Reference and candidate: unsharded vs sharded on the emulator, or one
   // module on backends A and B.
   const bool by_backend = !backends.empty();
-  const std::string ref_label = by_backend ? std::string(BackendName(backends[0])) : "unsharded";
+  const std::string ref_label = by_backend        ? std::string(BackendName(backends[0]))
+                                : against_sharded ? "reference"
+                                                  : "unsharded";
   const std::string got_label = by_backend ? std::string(BackendName(backends[1])) : "sharded";
   std::vector<std::vector<hlo::Literal>> global_args;
   global_args.push_back(*std::move(inputs));
   options.backend = by_backend ? backends[0] : Backend::kEmulator;
   absl::StatusOr<BackendResult> ref_run =
-      by_backend ? RunOnBackend(**sharded, sig, global_args, options, names)
-                 : RunOnBackend(**unsharded, std::nullopt, global_args, options, names);
+      by_backend ? RunOnBackend(**sharded, *sig, global_args, options, names)
+                 : RunOnBackend(reference, *ref_sig, global_args, options, names);
   if (!ref_run.ok()) {
     return ReportFailure(kCmd, absl::Status(ref_run.status().code(),
                                             absl::StrCat(ref_label, " run: ",
@@ -281,7 +325,7 @@ int CompareMain(const std::vector<std::string>& args) {
   }
   options.backend = by_backend ? backends[1] : Backend::kEmulator;
   absl::StatusOr<BackendResult> got_run =
-      RunOnBackend(**sharded, sig, global_args, options, names);
+      RunOnBackend(**sharded, *sig, global_args, options, names);
   if (!got_run.ok()) {
     return ReportFailure(kCmd, absl::Status(got_run.status().code(),
                                             absl::StrCat(got_label, " run: ",
@@ -313,28 +357,26 @@ int CompareMain(const std::vector<std::string>& args) {
   const bool bf16 = f.kernel.logits_dtype == "bf16";
   const double atol = f.atol.value_or(bf16 ? 2e-3 : 1e-5);
   const double rtol = f.rtol.value_or(bf16 ? 2e-2 : 1e-4);
-  const int64_t n = f.shard.mesh;
+  absl::StatusOr<kernels::ShardingSpec> spec = ShardingSpecFromFlags(f.shard);
+  if (!spec.ok()) return ReportFailure(kCmd, spec.status());
+  const std::string blocks =
+      spec->Sharded()
+          ? DescribeShardBlocks(*spec, f.kernel.batch, f.kernel.seq, f.kernel.vocab)
+          : std::string("the unsharded module");
   std::string report = absl::StrCat("compare ", f.kernel.kernel, " ", f.kernel.mode,
                                     " B=", f.kernel.batch, " T=", f.kernel.seq, " V=",
                                     f.kernel.vocab, " ", f.kernel.logits_dtype, ": ");
   if (by_backend) {
-    absl::StrAppend(&report, ref_label, " vs ", got_label, " on the ");
+    absl::StrAppend(&report, ref_label, " vs ", got_label, " on ", blocks);
   } else {
-    absl::StrAppend(&report, "unsharded vs ");
-  }
-  if (f.shard.shard == "none") {
-    absl::StrAppend(&report, "unsharded module");
-  } else {
-    absl::StrAppend(&report, f.shard.shard, "-sharded", by_backend ? " module" : "", " over ",
-                    n, n == 1 ? " device" : " devices");
-  }
-  if (f.shard.shard == "none") {
-  } else if (f.shard.shard == "vocab") {
-    absl::StrAppend(&report, " (", hlo::ShardSize(f.kernel.vocab, n), " vocab columns each)");
-  } else {
-    const int64_t per_device = f.kernel.batch / n;
-    absl::StrAppend(&report, " (", per_device, per_device == 1 ? " sequence" : " sequences",
-                    " each)");
+    absl::StrAppend(&report,
+                    against_sharded
+                        ? absl::StrCat("reference ", DescribeShardBlocks(*against_spec,
+                                                                        f.kernel.batch,
+                                                                        f.kernel.seq,
+                                                                        f.kernel.vocab))
+                        : std::string("unsharded"),
+                    " vs ", blocks);
   }
   absl::StrAppend(&report, ", inputs: ",
                   f.inputs.empty() ? absl::StrCat("random, seed ", f.seed) : f.inputs, "\n");
@@ -370,22 +412,46 @@ int CompareMain(const std::vector<std::string>& args) {
           atol + rtol * std::fabs(r.GetAsDouble(d.worst))));
     }
   }
-  const int64_t ref_peak = ref->devices.empty() ? 0 : ref->devices[0].stats.peak_bytes;
+  int64_t ref_peak = 0;
+  for (const runtime::DeviceReport& dev : ref->devices) {
+    ref_peak = std::max(ref_peak, dev.stats.peak_bytes);
+  }
   if (by_backend) {
     absl::StrAppend(&report, ref_label, " run: ", ref_run->summary, "\n", got_label,
                     " run: ", got_run->summary, "\n");
   } else {
-    absl::StrAppend(&report, "peak HBM: unsharded ", Bytes(ref_peak), " on one device\n");
-  }
-  for (const runtime::DeviceReport& dev : by_backend ? std::vector<runtime::DeviceReport>{}
-                                                     : got->devices) {
-    absl::StrAppend(&report, absl::StrFormat(
-                                 "  device %d %s: %s sharded vs %s unsharded (%.3fx)\n",
-                                 dev.device_id, dev.name, Bytes(dev.stats.peak_bytes),
-                                 runtime::HumanBytes(ref_peak),
-                                 ref_peak > 0 ? static_cast<double>(dev.stats.peak_bytes) /
-                                                    static_cast<double>(ref_peak)
-                                              : 0.0));
+    absl::StrAppend(&report, "peak HBM: ", ref_label, " ", Bytes(ref_peak),
+                    against_sharded ? absl::StrCat(" per device (the largest of ",
+                                                   ref->devices.size(), ")")
+                                    : std::string(" on one device"),
+                    "\n");
+    auto ratio = [&](int64_t peak) {
+      return ref_peak > 0 ? static_cast<double>(peak) / static_cast<double>(ref_peak) : 0.0;
+    };
+    if (got->devices.size() <= 16) {
+      for (const runtime::DeviceReport& dev : got->devices) {
+        absl::StrAppend(&report,
+                        absl::StrFormat("  device %d %s: %s sharded vs %s %s (%.3fx)\n",
+                                        dev.device_id, dev.name, Bytes(dev.stats.peak_bytes),
+                                        runtime::HumanBytes(ref_peak), ref_label,
+                                        ratio(dev.stats.peak_bytes)));
+      }
+    } else if (!got->devices.empty()) {
+      // A pod's worth of devices: the range instead of one line each.
+      const runtime::DeviceReport* lo = &got->devices[0];
+      const runtime::DeviceReport* hi = &got->devices[0];
+      for (const runtime::DeviceReport& dev : got->devices) {
+        if (dev.stats.peak_bytes < lo->stats.peak_bytes) lo = &dev;
+        if (dev.stats.peak_bytes > hi->stats.peak_bytes) hi = &dev;
+      }
+      absl::StrAppend(&report, absl::StrFormat(
+                                   "  %d devices: sharded peak from %s (device %d) to %s "
+                                   "(device %d) vs %s %s (%.3fx at most)\n",
+                                   got->devices.size(), Bytes(lo->stats.peak_bytes),
+                                   lo->device_id, Bytes(hi->stats.peak_bytes), hi->device_id,
+                                   runtime::HumanBytes(ref_peak), ref_label,
+                                   ratio(hi->stats.peak_bytes)));
+    }
   }
   absl::StrAppend(&report, absl::StrFormat("wall time: %s %.3f s, %s %.3f s\n", ref_label,
                                            ref->wall_seconds, got_label, got->wall_seconds));

@@ -21,6 +21,7 @@
 #include "tools/io/input_loader.h"
 #include "tools/cli/kernel_flags.h"
 #include "tools/cli/run_limit_flags.h"
+#include "tools/cli/predicted_trace.h"
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
@@ -105,7 +106,7 @@ int RunMain(const std::vector<std::string>& args) {
       "num_partitions devices, XLA does not partition it again).\n"
       "Inputs: DIR/<parameter name>.npy per entry parameter, or deterministic\n"
       "random values from --seed. A partitioned module (num_partitions > 1,\n"
-      "sharding= on every parameter and the root, e.g. --shard=batch|vocab)\n"
+      "sharding= on every parameter and the root, e.g. --shard=batch,vocab)\n"
       "takes GLOBAL arrays, split per the shardings, and writes global\n"
       "outputs; other SPMD modules take DIR/deviceD/ inputs when present and\n"
       "write per-device outputs.\n"
@@ -130,7 +131,8 @@ int RunMain(const std::vector<std::string>& args) {
   flags.AddBool("overwrite", &f.overwrite,
                 "let --outputs replace a previous tpuoff output (manifest.json and the files "
                 "it lists, nothing else) instead of needing a new or empty directory");
-  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here (only when the run succeeds)",
+  flags.AddString("trace", &f.trace, "write a Chrome trace JSON here (host wall time per device, and the predicted v6e "
+                  "timeline of the same ops beside it; only when the run succeeds)",
                   "FILE");
   flags.AddDouble("hbm-gib", &f.hbm_gib, "HBM capacity per device in GiB");
   flags.AddInt64("threads", &f.threads, "host threads (0 = all)");
@@ -329,6 +331,11 @@ int RunMain(const std::vector<std::string>& args) {
   // leaves whatever the user had untouched.
   std::optional<StagedFile> trace;
   if (!f.trace.empty()) {
+    // Beside the host wall time: what a v6e slice would take for the same
+    // program (the cost model on the plan the emulator ran).
+    if (absl::Status s = AppendPredictedTimeline(m, num_devices, &result->trace); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
     absl::StatusOr<StagedFile> staged = StagedFile::Create(f.trace, result->trace.ToChromeJson());
     if (!staged.ok()) return ReportFailure(kCmd, staged.status());
     trace.emplace(*std::move(staged));

@@ -1,18 +1,27 @@
 #include "tools/cli/shard_flags.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
-#include "hlo/spmd/shard_map.h"
+#include "absl/strings/str_split.h"
 #include "hlo/ir/status_macros.h"
+#include "hlo/spmd/mesh.h"
+#include "hlo/spmd/sharding_util.h"
 
 namespace tpuoff::tools {
 
 void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions& options) {
-  flags.AddInt64("mesh", &out->mesh, "kernel: devices on the 1-D mesh (v6e cores)");
-  std::vector<std::string> choices = {"batch", "vocab"};
-  if (options.with_none) choices.insert(choices.begin(), "none");
-  flags.AddEnum("shard", &out->shard, choices,
-                "kernel: split the batch or the vocab over the mesh (per-device "
-                "SPMD module with collectives)");
+  const std::string& p = options.prefix;
+  flags.AddString(p + "mesh", &out->mesh,
+                  "kernel: the device mesh, N or AxB (v6e chips per axis, first axis "
+                  "major: partition a*B+b is position (a,b))",
+                  "N|AxB");
+  flags.AddString(p + "shard", &out->shard,
+                  std::string("kernel: what each mesh axis splits, one of none|batch|seq|vocab "
+                              "per axis, comma-separated (e.g. batch,vocab on 2x4); a per-device "
+                              "SPMD module with collectives") +
+                      (options.with_none ? "" : "; not all none"),
+                  "KIND[,KIND]");
   if (options.with_global_form) {
     flags.AddBool("global-form", &out->global_form,
                   "kernel: emit JAX's global form of the shard_map (Sharding/"
@@ -20,43 +29,109 @@ void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions&
   }
 }
 
+absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f,
+                                                            absl::string_view p) {
+  kernels::ShardingSpec spec;
+  absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(f.mesh);
+  if (!mesh.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", p, "mesh must be N or AxB with at most ", hlo::kMaxMeshDevices,
+        " devices (each size >= 1), got '", f.mesh, "'"));
+  }
+  spec.mesh = *std::move(mesh);
+  std::vector<kernels::ShardKind> kinds;
+  for (absl::string_view part : absl::StrSplit(f.shard, ',')) {
+    absl::StatusOr<kernels::ShardKind> kind = kernels::ParseShardKind(part);
+    if (!kind.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", p, "shard expects one of none|batch|seq|vocab per mesh axis, got '", f.shard,
+          "'"));
+    }
+    kinds.push_back(*kind);
+  }
+  const int64_t axes = spec.mesh.num_axes();
+  if (kinds.size() == 1) {
+    spec.kind = kinds[0];
+    if (axes > 1) spec.axis_kinds.assign(axes, kinds[0]);
+  } else if (static_cast<int64_t>(kinds.size()) == axes) {
+    spec.axis_kinds = kinds;
+    spec.kind = kinds[0];
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", p, "shard=", f.shard, " has ", kinds.size(), " entries but --", p, "mesh=", f.mesh,
+        " has ",
+        axes, axes == 1 ? " axis" : " axes", " (one of none|batch|seq|vocab per axis)"));
+  }
+  spec.global_form = f.global_form;
+  return spec;
+}
+
+int64_t MeshDeviceCount(const ShardFlags& f) {
+  absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(f.mesh);
+  return mesh.ok() ? mesh->num_devices : 1;
+}
+
+std::string DescribeSharding(const kernels::ShardingSpec& s) {
+  return absl::StrCat(s.mesh.ShapeString(), " ", s.KindsString());
+}
+
+std::string DescribeShardBlocks(const kernels::ShardingSpec& s, int64_t batch, int64_t seq,
+                                int64_t vocab) {
+  const int64_t n = s.mesh.num_devices;
+  absl::StatusOr<kernels::ShardLayout> l = kernels::LayoutOf(s);
+  if (!l.ok()) return DescribeSharding(s);
+  const int64_t b = hlo::ShardSize(batch, l->nb), t = hlo::ShardSize(seq, l->ns),
+                v = hlo::ShardSize(vocab, l->nv);
+  const std::string devices = absl::StrCat(n, n == 1 ? " device" : " devices");
+  if (s.mesh.num_axes() == 1) {
+    std::string each;
+    switch (s.Kinds()[0]) {
+      case kernels::ShardKind::kVocab: each = absl::StrCat(v, " vocab columns"); break;
+      case kernels::ShardKind::kBatch:
+        each = absl::StrCat(b, b == 1 ? " sequence" : " sequences");
+        break;
+      case kernels::ShardKind::kSeq:
+        each = absl::StrCat(t, t == 1 ? " position" : " positions");
+        break;
+      case kernels::ShardKind::kNone: each = "everything"; break;
+    }
+    return absl::StrCat(s.KindsString(), "-sharded over ", devices, " (", each, " each)");
+  }
+  return absl::StrCat(s.KindsString(), "-sharded over mesh ", s.mesh.ShapeString(), " (",
+                      devices, "; per device B ", b, ", T ", t, ", V ", v, ")");
+}
+
 absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& v,
-                                 const KernelFlags& kernel) {
-  for (const char* name : {"mesh", "shard", "global-form"}) {
+                                 const KernelFlags& kernel, const ShardFlagOptions& options) {
+  const std::string& p = options.prefix;
+  for (const std::string& name : {p + "mesh", p + "shard", std::string("global-form")}) {
     if (flags.WasSet(name) && !flags.WasSet("kernel")) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, " only applies with --kernel=NAME"));
     }
   }
-  if (flags.WasSet("mesh") && !flags.WasSet("shard")) {
+  if (flags.WasSet(p + "mesh") && !flags.WasSet(p + "shard")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", p, "mesh only applies with --", p,
+        "shard=KIND[,KIND...] (it sets the devices the kernel is sharded over)"));
+  }
+  ASSIGN_OR_RETURN(kernels::ShardingSpec sharding, ShardingSpecFromFlags(v, p));
+  if (v.global_form && !sharding.Sharded()) {
     return absl::InvalidArgumentError(
-        "--mesh only applies with --shard=batch or --shard=vocab (it sets the devices the "
-        "kernel is sharded over)");
+        "--global-form needs a sharding (--shard=batch, seq or vocab on some axis)");
   }
-  if (v.mesh < 1 || v.mesh > hlo::kMaxMeshDevices) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--mesh must be in [1, ", hlo::kMaxMeshDevices, "], got ", v.mesh));
+  if (!options.with_none && !sharding.Sharded()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", p, "shard must split something (batch, seq or vocab), got '", v.shard, "'"));
   }
-  if (v.global_form && v.shard == "none") {
-    return absl::InvalidArgumentError("--global-form needs --shard=batch or --shard=vocab");
-  }
-  if (!flags.WasSet("kernel") || v.shard == "none") return absl::OkStatus();
+  if (!flags.WasSet("kernel") || !sharding.Sharded()) return absl::OkStatus();
   absl::StatusOr<kernels::KernelSpec> spec = KernelSpecFromFlags(kernel);
   if (!spec.ok()) return absl::OkStatus();  // reported by CheckKernelFlagUsage
-  ASSIGN_OR_RETURN(kernels::ShardingSpec sharding, ShardingSpecFromFlags(v));
   if (absl::Status s = kernels::ValidateShardedKernel(*spec, sharding); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--shard=", v.shard, " --mesh=", v.mesh,
-                                                   ": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat("--", p, "shard=", v.shard, " --", p,
+                                                   "mesh=", v.mesh, ": ", s.message()));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f) {
-  kernels::ShardingSpec spec;
-  ASSIGN_OR_RETURN(spec.kind, kernels::ParseShardKind(f.shard));
-  spec.mesh.num_devices = f.mesh;
-  spec.global_form = f.global_form;
-  return spec;
 }
 
 absl::StatusOr<std::unique_ptr<hlo::HloModule>> BuildShardedModule(const KernelFlags& kernel,

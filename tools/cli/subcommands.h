@@ -25,6 +25,10 @@ namespace tpuoff::tools {
     "static per-device HBM peaks, buffers live at the peak, TPU padding")     \
   X("compile", CompileMain,                                                  \
     "compile-only for a TPU topology (libtpu); XLA:TPU memory vs tpuoff's")   \
+  X("cost", CostMain,                                                        \
+    "static flops/bytes per op and predicted TPU v6e time per device")       \
+  X("plan", PlanMain,                                                        \
+    "largest batch that fits HBM over kernels, shardings, tiles; its flags")  \
   X("bench", BenchMain,                                                      \
     "time the emulator against XLA:CPU, a hand-fused floor and bandwidth")
 

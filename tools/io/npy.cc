@@ -127,6 +127,7 @@ constexpr DtypeInfo kDtypes[] = {
     {NpyDtype::kFloat32, "f4", "float32", 4},    {NpyDtype::kFloat64, "f8", "float64", 8},
     // ml_dtypes' bfloat16: numpy has no name for it, np.save writes 2-byte void.
     {NpyDtype::kBfloat16, "V2", "bfloat16", 2},
+    {NpyDtype::kComplex64, "c8", "complex64", 8}, {NpyDtype::kComplex128, "c16", "complex128", 16},
 };
 
 const DtypeInfo& Info(NpyDtype d) {
@@ -142,7 +143,7 @@ absl::StatusOr<NpyDtype> ParseDescr(const std::string& descr,
     return absl::UnimplementedError(absl::StrCat(
         filename, ": unsupported .npy dtype '", descr, "' (", why,
         "); supported: bool, int8..int64, uint8..uint64, float16, float32, float64, "
-        "bfloat16 (ml_dtypes), little-endian"));
+        "complex64, complex128, bfloat16 (ml_dtypes), little-endian"));
   };
   if (descr.size() < 2) return unsupported("unknown dtype");
   const char order = descr[0];
@@ -233,6 +234,8 @@ std::optional<NpyDtype> NativeDtype(PrimitiveType t) {
     case PrimitiveType::kBF16: return NpyDtype::kBfloat16;
     case PrimitiveType::kF32: return NpyDtype::kFloat32;
     case PrimitiveType::kF64: return NpyDtype::kFloat64;
+    case PrimitiveType::kC64: return NpyDtype::kComplex64;
+    case PrimitiveType::kC128: return NpyDtype::kComplex128;
     default: return std::nullopt;
   }
 }
@@ -454,6 +457,9 @@ std::string AcceptedNpyDtypes(PrimitiveType type) {
       return "float16, float32, float64 or bfloat16";
     case PrimitiveType::kPred:
       return "bool or uint8 (0/1)";
+    case PrimitiveType::kC64:
+    case PrimitiveType::kC128:
+      return "complex64, complex128 or a float dtype";
     default:
       if (hlo::IsInteger(type)) return "any integer dtype, values in range";
       return "";
@@ -531,6 +537,30 @@ absl::Status ConvertRange(NpyDtype src, const char* in, int64_t first, int64_t n
       }
     }
     return absl::OkStatus();
+  }
+  if (hlo::IsComplex(type)) {
+    const bool complex_src = src == NpyDtype::kComplex64 || src == NpyDtype::kComplex128;
+    if (!complex_src && !IsFloatDtype(src)) return mismatch();
+    for (int64_t i = 0; i < n; ++i) {
+      double re, im = 0;
+      if (src == NpyDtype::kComplex64) {
+        re = LoadAt<float>(in, 2 * i);
+        im = LoadAt<float>(in, 2 * i + 1);
+      } else if (src == NpyDtype::kComplex128) {
+        re = LoadAt<double>(in, 2 * i);
+        im = LoadAt<double>(in, 2 * i + 1);
+      } else {
+        re = LoadFloat(src, in, i);
+      }
+      if (type == PrimitiveType::kC64) {
+        StoreAt<float>(out, 2 * i, static_cast<float>(re));
+        StoreAt<float>(out, 2 * i + 1, static_cast<float>(im));
+      } else {
+        StoreAt<double>(out, 2 * i, re);
+        StoreAt<double>(out, 2 * i + 1, im);
+      }
+    }
+    return lit;
   }
   if (type == PrimitiveType::kPred) {
     for (int64_t i = 0; i < n; ++i) {

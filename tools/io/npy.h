@@ -1,7 +1,8 @@
 // NumPy .npy files (format 1.0, 2.0 and 3.0 headers) <-> hlo::Literal.
 //
 // Read: little-endian, C order; dtypes bool, int8..int64, uint8..uint64,
-// float16, float32, float64 and ml_dtypes' bfloat16 ('<V2'). Anything else (big-endian, fortran_order, object/structured or an
+// float16, float32, float64, complex64, complex128 and ml_dtypes' bfloat16
+// ('<V2'). Anything else (big-endian, fortran_order, object/structured or an
 // unknown dtype) is rejected with a message naming the file and the problem.
 // The data size must match the header's shape exactly, and nothing is
 // allocated from header values before they are checked against the bytes
@@ -10,11 +11,13 @@
 // Conversion into a requested hlo::Shape: the dtype of the same storage is
 // copied bit for bit; any float dtype -> f16/bf16/f32/f64 (round to nearest
 // even), any integer dtype -> any integer type when every value is in range,
-// bool and 0/1 uint8 -> pred. Other pairings are errors that name the
+// bool and 0/1 uint8 -> pred, complex64/complex128 (or a float dtype, with a
+// zero imaginary part) -> c64/c128. Other pairings are errors that name the
 // expected shape and the accepted dtypes.
 //
 // Write: array literals only, each type as its own dtype (pred as bool, f16
-// as float16, bf16 as float32 by default or as ml_dtypes' bfloat16).
+// as float16, c64 as complex64, bf16 as float32 by default or as ml_dtypes'
+// bfloat16).
 #ifndef TPUOFF_TOOLS_IO_NPY_H_
 #define TPUOFF_TOOLS_IO_NPY_H_
 
@@ -33,6 +36,7 @@ enum class NpyDtype {
   kBool, kInt8, kInt16, kInt32, kInt64, kUint8, kUint16, kUint32, kUint64,
   kFloat16, kFloat32, kFloat64,
   kBfloat16,  // ml_dtypes' bfloat16 ('<V2' as np.save writes it)
+  kComplex64, kComplex128,
 };
 
 struct NpyWriteOptions {

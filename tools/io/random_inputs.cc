@@ -83,7 +83,7 @@ void FillGeneric(Literal& lit, uint64_t stream) {
   if (!lit.shape().IsArray()) return;
   const PrimitiveType t = lit.shape().element_type();
   FillChunked(lit.num_elements(), stream, [&](int64_t i, Rng& rng) {
-    if (hlo::IsFloatingPoint(t)) {
+    if (hlo::IsFloatingPoint(t) || hlo::IsComplex(t)) {  // complex: real part
       lit.SetFromDouble(i, 2.0 * rng.Uniform() - 1.0);
     } else if (t == PrimitiveType::kPred) {
       lit.SetFromInt64(i, static_cast<int64_t>(rng.Next() >> 63));

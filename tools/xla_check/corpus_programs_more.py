@@ -28,17 +28,29 @@ def f64_ops(x, y):
     return jnp.log1p(jnp.abs(x)) @ y, jnp.cumsum(x, axis=0), jnp.linalg.norm(x)
 
 
-def complex_ops(re, im, w):
+def complex_ops(re, im, w, zin):
     z = lax.complex(re, im)
     a = z * jnp.conj(z) + z / (1 + 1j)
     b = jnp.exp(z) - jnp.sqrt(z)
     c = z @ w.astype(jnp.complex64)
-    return jnp.real(a), jnp.imag(b), jnp.abs(z), c, jnp.angle(z)
+    p = z ** (0.5 + 0.25j) + (z - 1) ** 2
+    eq = (z == zin), (z != jnp.conj(z))
+    s = z.sum(axis=1), (z * zin).sum()
+    return (jnp.real(a), jnp.imag(b), jnp.abs(z), c, jnp.angle(z), p, -z, *eq, *s, zin * 2,
+            jnp.tanh(z), jnp.conj(z) * 1j)
 
 
-def complex128_ops(re, im):
+def complex128_ops(re, im, z64):
     z = lax.complex(re, im)
-    return z * z + jnp.log(z), jnp.abs(z).sum()
+    return (z * z + jnp.log(z), jnp.abs(z).sum(), z.sum(), z / (z + 2j),
+            z64.astype(jnp.complex128) * z[:4], jnp.expm1(z), jnp.log1p(z))
+
+
+def large_constant(x):
+    # A table bigger than XLA prints in its dumps: before.hlo elides it as
+    # constant({...}).
+    table = np.linspace(-3.0, 3.0, 96, dtype=np.float32).reshape(8, 12)
+    return x * table + jnp.asarray(np.arange(8, dtype=np.float32))[:, None]
 
 
 def special_fns(x, n):
@@ -128,12 +140,14 @@ def programs(Case, normal, rng, mlp_helpers):
              lambda: (normal(57, 5, 5, dtype=np.float64), normal(58, 5, 3, dtype=np.float64)),
              rtol=1e-12, atol=1e-12, x64=True),
         Case("complex_ops", complex_ops,
-             lambda: (normal(59, 3, 4), normal(60, 3, 4), normal(61, 4, 2)),
-             rtol=1e-5, atol=1e-5, unsupported=r"element.type (c64|C64) is not supported"),
+             lambda: (normal(59, 3, 4), normal(60, 3, 4), normal(61, 4, 2),
+                      (normal(86, 3, 4) + 1j * normal(87, 3, 4)).astype(np.complex64)),
+             rtol=2e-5, atol=2e-5),
         Case("complex128_ops", complex128_ops,
-             lambda: (normal(62, 6, dtype=np.float64), normal(63, 6, dtype=np.float64)),
-             rtol=1e-12, atol=1e-12, x64=True,
-             unsupported=r"element.type (c128|C128) is not supported"),
+             lambda: (normal(62, 6, dtype=np.float64), normal(63, 6, dtype=np.float64),
+                      (normal(88, 4) + 1j * normal(89, 4)).astype(np.complex64)),
+             rtol=1e-12, atol=1e-12, x64=True),
+        Case("large_constant", large_constant, lambda: (normal(90, 8, 12),)),
         Case("special_fns", special_fns,
              lambda: (normal(64, 12), rng(65).integers(-2**31, 2**31 - 1, 12).astype(np.int32)),
              rtol=2e-5, atol=2e-6),
