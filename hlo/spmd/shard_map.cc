@@ -318,10 +318,9 @@ absl::StatusOr<std::unique_ptr<HloModule>> ShardMap(const std::string& module_na
     b.SetSharding(root, tuple);
   }
   // The device count first: the verifier checks replica groups against it.
-  b.module()->set_num_partitions(n);
+  b.module()->set_num_partitions(mesh.num_devices);
   ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, b.Build(root));
   module->SetOutputNames(names);
-  module->set_num_partitions(mesh.num_devices);
   if (!options.global_form) {
     (*module->mutable_frontend_attributes())[std::string(kGlobalParameterShapesAttr)] =
         EncodeShapeList(global_in);

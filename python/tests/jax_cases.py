@@ -91,8 +91,10 @@ def _jax_math(case: vectors.Case, logits_f32):
 
     def loss(z):
         return f(z, get("chosen_ids"), get("completion_mask"), get("advantages"), get("old_logp"),
-                 get("ref_logp"), None if get("total_valid_tokens") is None
-                 else jnp.asarray(get("total_valid_tokens")))
+                 get("ref_logp"), get("sampler_logp"), None if get("total_valid_tokens") is None
+                 else jnp.asarray(get("total_valid_tokens")),
+                 None if get("total_nonempty_rows") is None
+                 else jnp.asarray(get("total_nonempty_rows")))
 
     (value, (ptl, logp, ent, lse)), g = jax.jit(jax.value_and_grad(loss, has_aux=True))(
         jnp.asarray(logits_f32, jnp.float32))

@@ -33,7 +33,7 @@ def test_fused_loss_temp_bytes_at_the_seed_shape():
 
     def unfused(h, w, ids_, mask, adv, old):
         logits = jnp.einsum("bth,hv->btv", h, w)
-        return loss(logits, ids_, mask, adv, old, None, None)[0]
+        return loss(logits, ids_, mask, adv, old, None, None, None, None)[0]
 
     ours, theirs = compiled_memory(fused, *avals), compiled_memory(unfused, *avals)
     report = {"shape": dict(B=B, T=T, H=H, V=V, dtype="bf16"), "fused": ours, "unfused": theirs,

@@ -151,7 +151,7 @@ class Scheduler {
 absl::Status CheckConstantsKnown(const hlo::HloModule& module) {
   for (const auto& c : module.computations()) {
     for (const auto& x : c->instructions()) {
-      if (x->opcode() == HloOpcode::kConstant && !x->has_literal()) {
+      if (x->opcode() == hlo::HloOpcode::kConstant && !x->has_literal()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "constant %", x->name(), " (", x->shape().ToString(), ", computation ", c->name(),
             ") has elided values ({...}): the module cannot run; dump it with its constants "

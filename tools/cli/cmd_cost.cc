@@ -59,7 +59,7 @@ int CostMain(const std::vector<std::string>& args) {
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, kernel); !s.ok()) {
+  if (absl::Status s = CheckKernelFlagUsage(flags, &kernel); !s.ok()) {
     return ReportUsageError(kCmd, s.message());
   }
   if (absl::Status s = CheckShardFlagUsage(flags, shard, kernel); !s.ok()) {

@@ -491,7 +491,9 @@ absl::Status CheckFits(NpyDtype src, const std::vector<int64_t>& dims, const hlo
   const bool same = NativeDtype(type) == src && type != PrimitiveType::kPred;
   const bool ok =
       same ||
-      (hlo::IsFloatingPoint(type)
+      (hlo::IsComplex(type)
+           ? src == NpyDtype::kComplex64 || src == NpyDtype::kComplex128 || IsFloatDtype(src)
+       : hlo::IsFloatingPoint(type)
            ? IsFloatDtype(src) &&
                  (type == PrimitiveType::kF32 || type == PrimitiveType::kF64 ||
                   type == PrimitiveType::kBF16 || type == PrimitiveType::kF16)
@@ -539,9 +541,8 @@ absl::Status ConvertRange(NpyDtype src, const char* in, int64_t first, int64_t n
     return absl::OkStatus();
   }
   if (hlo::IsComplex(type)) {
-    const bool complex_src = src == NpyDtype::kComplex64 || src == NpyDtype::kComplex128;
-    if (!complex_src && !IsFloatDtype(src)) return mismatch();
     for (int64_t i = 0; i < n; ++i) {
+      const int64_t at = first + i;
       double re, im = 0;
       if (src == NpyDtype::kComplex64) {
         re = LoadAt<float>(in, 2 * i);
@@ -553,14 +554,14 @@ absl::Status ConvertRange(NpyDtype src, const char* in, int64_t first, int64_t n
         re = LoadFloat(src, in, i);
       }
       if (type == PrimitiveType::kC64) {
-        StoreAt<float>(out, 2 * i, static_cast<float>(re));
-        StoreAt<float>(out, 2 * i + 1, static_cast<float>(im));
+        StoreAt<float>(out, 2 * at, static_cast<float>(re));
+        StoreAt<float>(out, 2 * at + 1, static_cast<float>(im));
       } else {
-        StoreAt<double>(out, 2 * i, re);
-        StoreAt<double>(out, 2 * i + 1, im);
+        StoreAt<double>(out, 2 * at, re);
+        StoreAt<double>(out, 2 * at + 1, im);
       }
     }
-    return lit;
+    return absl::OkStatus();
   }
   if (type == PrimitiveType::kPred) {
     for (int64_t i = 0; i < n; ++i) {
