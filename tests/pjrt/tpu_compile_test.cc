@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> Build(const Case& c) {
   k.logits_dtype = c.dtype;
   k.hidden = 1536;
   tools::ShardFlags s;
-  s.mesh = 8;
+  s.mesh = "8";
   s.shard = c.shard;
   return tools::BuildShardedModule(k, s);
 }

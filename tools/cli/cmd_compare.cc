@@ -362,12 +362,13 @@ int CompareMain(const std::vector<std::string>& args) {
   const std::string blocks =
       spec->Sharded()
           ? DescribeShardBlocks(*spec, f.kernel.batch, f.kernel.seq, f.kernel.vocab)
-          : std::string("the unsharded module");
+          : std::string("unsharded");
   std::string report = absl::StrCat("compare ", f.kernel.kernel, " ", f.kernel.mode,
                                     " B=", f.kernel.batch, " T=", f.kernel.seq, " V=",
                                     f.kernel.vocab, " ", f.kernel.logits_dtype, ": ");
   if (by_backend) {
-    absl::StrAppend(&report, ref_label, " vs ", got_label, " on ", blocks);
+    absl::StrAppend(&report, ref_label, " vs ", got_label, " on the ",
+                    spec->Sharded() ? absl::StrCat("module ", blocks) : "unsharded module");
   } else {
     absl::StrAppend(&report,
                     against_sharded

@@ -85,17 +85,19 @@ def _split_options(function: str, options: dict[str, Any]):
 
 def _build(function: str, options: dict[str, Any], modes: tuple[str, ...], axes,
            two_axes: bool):
+    if two_axes:
+        # tpuoff emits 2-D sharded kernels (--mesh=AxB --shard=batch,vocab),
+        # but this adapter maps a kernel's collectives onto one named JAX
+        # mesh axis only.
+        raise NotImplementedError(
+            f"{function}: batch_axis and vocab_axis together need a 2-D sharded "
+            f"kernel mapped onto two JAX mesh axes, which tpuoff.jax does not do yet")
     kernels = []
     for mode in modes:
         flags = tuple(_api.kernel_flags(function, {**options, "mode": mode}))
         try:
             kernels.append(_call.kernel(flags))
         except ValueError as e:
-            if two_axes:
-                raise NotImplementedError(
-                    f"{function}: batch_axis and vocab_axis together need a 2-D sharded "
-                    f"kernel (--mesh=AxB --shard=batch,vocab), which this tpuoff cannot "
-                    f"emit: {e}") from e
             raise ValueError(f"{function}: {e}") from e
     return kernels
 
