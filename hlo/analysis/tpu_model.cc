@@ -50,7 +50,8 @@ absl::StatusOr<IciTopology> IciTopology::V6eSlice(int64_t num_devices) {
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      num_devices, " devices do not fit one v6e slice (at most 256 chips, 16x16)"));
+      num_devices, " devices do not fit one v6e slice (at most 256 chips, 16x16); "
+      "give the topology explicitly (tpuoff cost --topology=AxB)"));
 }
 
 absl::StatusOr<IciTopology> IciTopology::Parse(absl::string_view text) {
