@@ -9,6 +9,7 @@
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/analysis/tpu_model.h"
 #include "hlo/ir/status_macros.h"
+#include "tools/cli/cost_report.h"
 #include "tools/cli/memory_report.h"
 
 namespace tpuoff::tools {
@@ -73,7 +74,7 @@ absl::StatusOr<double> PlanPredictedSeconds(const PlanConfig& config, int64_t ba
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, Build(config, batch));
   ASSIGN_OR_RETURN(hlo::ModuleCost cost, hlo::AnalyzeCost(*module));
   const int64_t devices = hlo::ModuleDeviceCount(*module);
-  ASSIGN_OR_RETURN(hlo::IciTopology topology, hlo::IciTopology::V6eSlice(devices));
+  ASSIGN_OR_RETURN(hlo::IciTopology topology, V6eTopologyForModule(*module, devices));
   ASSIGN_OR_RETURN(hlo::ModulePrediction p, hlo::PredictModule(cost, devices, topology));
   return p.max_seconds;
 }
