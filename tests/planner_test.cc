@@ -20,9 +20,9 @@ PlanRequest SmallRequest() {
   r.hidden = 64;
   r.vocab = 3000;
   r.seq = 16;
-  r.mesh = 4;
+  r.mesh = "4";
   r.logits_dtype = "bf16";
-  r.hbm_gib = 3.0 / 1024;  // 3 MiB per device: batches in the tens to hundreds
+  r.hbm_gib = 2.0 / 1024;  // 2 MiB per device: batches in the tens to hundreds
   r.block_sizes = {512, 2048};
   r.token_chunks = {std::nullopt, 32};
   r.max_batch = 4096;
@@ -37,7 +37,9 @@ TEST(Planner, NeverBeatenByAConfigurationOfItsSpace) {
     ASSERT_TRUE(result.ok()) << result.status();
     ASSERT_TRUE(result->best.has_value());
     const int64_t capacity = HbmCapacityBytes(r.hbm_gib);
-    const std::vector<PlanConfig> configs = PlanConfigs(r);
+    absl::StatusOr<std::vector<PlanConfig>> all = PlanConfigs(r);
+    ASSERT_TRUE(all.ok()) << all.status();
+    const std::vector<PlanConfig>& configs = *all;
     ASSERT_EQ(configs.size(), result->candidates.size());
     int64_t overall = 0;
     for (size_t i = 0; i < configs.size(); ++i) {

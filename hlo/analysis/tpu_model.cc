@@ -50,7 +50,8 @@ absl::StatusOr<IciTopology> IciTopology::V6eSlice(int64_t num_devices) {
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      num_devices, " devices do not fit one v6e slice (at most 256 chips, 16x16)"));
+      num_devices, " devices do not fit one v6e slice (at most 256 chips, 16x16); "
+      "give the topology explicitly (tpuoff cost --topology=AxB)"));
 }
 
 absl::StatusOr<IciTopology> IciTopology::Parse(absl::string_view text) {
@@ -196,6 +197,16 @@ absl::StatusOr<CollectiveEstimate> EstimateCollective(const HloInstruction& x, i
     all_wrap = all_wrap && wrap;
     bandwidth += link * (wrap ? 2 : 1);
     ring_hops += wrap ? n / 2 : n - 1;
+  }
+  // A group that is not a sub-grid of the slice (e.g. partitions 0 and 4 of
+  // a 2x4 mesh on jax's ring order sit on chips 0 and 7) still has to cross
+  // its diameter.
+  if (w <= 64) {
+    for (size_t a = 0; a < group.size(); ++a) {
+      for (size_t b = a + 1; b < group.size(); ++b) {
+        ring_hops = std::max(ring_hops, topology.Hops(group[a], group[b]));
+      }
+    }
   }
   e.bytes_per_s = bandwidth;
   const double frac = static_cast<double>(w - 1) / static_cast<double>(w);

@@ -87,7 +87,8 @@ struct CollectiveEstimate {
 // (W-1)/W * V / B, all-to-all a quarter (torus) or half (no wraparound) of
 // an all-gather of the same data, collective-permute V / link; B sums the
 // group's axes, each axis one link each way (two with wraparound over the
-// whole axis); plus 1 us per hop of the longest path.
+// whole axis); plus 1 us per hop: per axis its ring's steps (n - 1, n/2
+// with wraparound), at least the group's diameter on the slice.
 absl::StatusOr<CollectiveEstimate> EstimateCollective(const HloInstruction& instr,
                                                       int64_t device, int64_t num_devices,
                                                       const IciTopology& topology,

@@ -51,6 +51,11 @@ run_cmd 0 "sharded kernel" -- cost "${K[@]}" --mesh=8 --shard=vocab --json &&
   json_check "$WORK/out" 'j["num_devices"] == 8 and j["topology"] == "2x4 (no wraparound)" and j["devices"][0]["devices"] == list(range(8)) and j["devices"][0]["collective_seconds"] > 0 and any(o["bound"] == "collective" for o in j["instructions"])' "8 devices, collectives costed"
 run_cmd 0 "sharded text" -- cost "${K[@]}" --mesh=8 --shard=vocab &&
   expect_in "$WORK/out" "devices 0-7:" "devices grouped"
+# A 2x4 mesh placed as jax places it on the tray (ring 0,1,2,3,7,6,5,4):
+# the batch axis pairs partitions 0/4 and 3/7 on chips 4 hops apart, 1/5
+# and 2/6 on chips 2 hops apart, so their collectives differ by 2 us each.
+run_cmd 0 "2x4 mesh" -- cost "${K[@]}" --mesh=2x4 --shard=batch,vocab --json &&
+  json_check "$WORK/out" 'sorted(g["devices"] for g in j["devices"]) == [[0, 3, 4, 7], [1, 2, 5, 6]] and j["topology"] == "2x4 (no wraparound)"' "2x4 mesh on jax's chip order"
 run_cmd 0 "spmd module" -- cost "$D/spmd_allreduce.hlo" --json &&
   json_check "$WORK/out" 'j["num_devices"] == 4 and j["topology"] == "2x2 (no wraparound)"' "spmd module on a 2x2 slice"
 run_cmd 0 "explicit topology" -- cost "$D/spmd_allreduce.hlo" --topology=4x4:torus --json &&

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `tpuoff plan`: the answer is verified by `tpuoff memory` (its flags fit
-# --hbm-gib; one more batch step does not); JSON keys; text; errors.
+# --hbm-gib; one more batch step does not), on 1-D and 2-D meshes; JSON keys;
+# text; errors.
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
 
@@ -49,6 +50,21 @@ PY
   fi
 done
 
+# A 2-D mesh: every per-axis sharding is searched; the answer reproduces.
+run_cmd 0 "plan 2x2" -- plan --hidden=64 --vocab=3000 --seq=16 --mesh=2x2 --hbm-gib=0.0029296875 \
+  --batch-step=2 --json && cp "$WORK/out" "$WORK/plan2.json" && {
+  mapfile -t FLAGS < <(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$WORK/plan2.json")
+  B=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["batch"])' "$WORK/plan2.json")
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if len(j["candidates"]) == 384 and any("--shard=batch,vocab" in c["flags"] for c in j["candidates"]) else 1)' "$WORK/plan2.json" ||
+    fail "2x2: 16 shardings x (4 tiled + 20 fused) configurations searched"
+  run_cmd 0 "2x2 plan fits" -- memory "${FLAGS[@]}" --hbm-gib=0.0029296875 --fail-if-over
+  NEXT=()
+  for f in "${FLAGS[@]}"; do [[ $f == --batch=* ]] && f="--batch=$((B + 2))"; NEXT+=("$f"); done
+  run_cmd 1 "2x2 plan: one more step does not fit" -- memory "${NEXT[@]}" --hbm-gib=0.0029296875 --fail-if-over &&
+    pass "plan 2x2: batch $B verified by memory"
+}
+run_cmd 2 "bad mesh" -- plan --mesh=2xq
+run_cmd 2 "mesh over a pod" -- plan --mesh=512
 run_cmd 0 "plan text" -- plan "${P[@]}" --batch-step=4 &&
   expect_in "$WORK/out" "reproduce: tpuoff memory --kernel=" "text has the flags" &&
   expect_in "$WORK/out" "largest batch: " "text has the batch"

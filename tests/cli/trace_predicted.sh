@@ -57,4 +57,11 @@ done
 run_cmd 0 "cost module" -- cost "$D/add_mul.hlo" --json && cp "$WORK/out" "$WORK/cost.json" &&
   run_cmd 0 "run module" -- run "$D/add_mul.hlo" --random-inputs --trace="$WORK/t.json" &&
   check_trace "module file" "$WORK/t.json" "$WORK/cost.json" 1
+# More devices than a v6e slice has: the run and its host trace still
+# succeed, with a warning instead of the predicted track.
+run_cmd 0 "512 devices" -- run --kernel=grpo_tiled --mode=fwd --batch=512 --seq=2 --vocab=300 \
+  --mesh=512 --shard=batch --random-inputs --trace="$WORK/t512.json" &&
+  expect_in "$WORK/err" "warning: no predicted v6e track in the trace: 512 devices" "512-device warning" &&
+  python3 -c 'import json,sys; ev=json.load(open(sys.argv[1]))["traceEvents"]; sys.exit(0 if ev and all(e.get("tid", 0) == 0 for e in ev) else 1)' "$WORK/t512.json" ||
+  fail "512 devices: host trace only"
 finish

@@ -95,7 +95,7 @@ int CostMain(const std::vector<std::string>& args) {
   if (!cost.ok()) return ReportFailure(kCmd, cost.status());
   const int64_t devices = hlo::ModuleDeviceCount(**module);
   if (!topo) {
-    absl::StatusOr<hlo::IciTopology> t = hlo::IciTopology::V6eSlice(devices);
+    absl::StatusOr<hlo::IciTopology> t = V6eTopologyForModule(**module, devices);
     if (!t.ok()) return ReportFailure(kCmd, t.status());
     topo = *std::move(t);
   }

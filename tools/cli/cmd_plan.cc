@@ -1,12 +1,15 @@
 // `tpuoff plan`: the largest batch whose per-device HBM peak fits, over
 // kernels, shardings, vocab tiles and token chunks (tools/cli/planner.h),
 // with the exact flags that reproduce it.
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hlo/spmd/mesh.h"
 #include "tools/cli/cli_util.h"
 #include "tools/cli/cost_report.h"
 #include "tools/cli/planner.h"
@@ -21,10 +24,11 @@ int PlanMain(const std::vector<std::string>& args) {
   PlanRequest r;
   bool json = false;
   FlagSet flags(
-      std::string(kCmd), "--hidden=H --vocab=V --seq=T --mesh=N --hbm-gib=G [flags]",
+      std::string(kCmd), "--hidden=H --vocab=V --seq=T --mesh=N|AxB --hbm-gib=G [flags]",
       "Finds the largest batch whose per-device HBM peak fits in --hbm-gib,\n"
       "searching the kernel (grpo_tiled on given logits, grpo_fused_linear with\n"
-      "the LM head), every --shard the mesh takes (none, batch, vocab), the vocab\n"
+      "the LM head), every --shard the mesh takes (none, or one of none, batch,\n"
+      "seq, vocab per mesh axis: 4 on a 1-D mesh, 16 on a 2-D one), the vocab\n"
       "tile (--block-size 1024..8192) and the fused kernel's token chunk; peaks\n"
       "are the static analysis of `tpuoff memory` (fits = TPU-padded peak within\n"
       "capacity), ties are broken by the predicted v6e time of `tpuoff cost`.\n"
@@ -34,7 +38,8 @@ int PlanMain(const std::vector<std::string>& args) {
   flags.AddInt64("vocab", &r.vocab, "vocabulary size V");
   flags.AddInt64("seq", &r.seq, "sequence length T");
   flags.AddInt64("batch-step", &r.batch_step, "batches searched are multiples of this");
-  flags.AddInt64("mesh", &r.mesh, "devices on the 1-D mesh (v6e chips)");
+  flags.AddString("mesh", &r.mesh, "device mesh: N (1-D) or AxB (v6e chips, at most 256)",
+                  "N|AxB");
   flags.AddDouble("hbm-gib", &r.hbm_gib, "HBM capacity per device in GiB");
   flags.AddEnum("logits-dtype", &r.logits_dtype, {"f32", "bf16"}, "element type of logits");
   flags.AddEnum("mode", &r.mode, {"fwd", "bwd", "fwd_bwd"}, "kernel mode");
@@ -45,10 +50,15 @@ int PlanMain(const std::vector<std::string>& args) {
   for (const auto& [name, v, hi] : std::vector<std::tuple<const char*, int64_t, int64_t>>{
            {"hidden", r.hidden, 1 << 20}, {"vocab", r.vocab, int64_t{1} << 24},
            {"seq", r.seq, 1 << 24}, {"batch-step", r.batch_step, 1 << 20},
-           {"mesh", r.mesh, 256}, {"max-batch", r.max_batch, int64_t{1} << 30}}) {
+           {"max-batch", r.max_batch, int64_t{1} << 30}}) {
     if (v < 1 || v > hi) {
       return ReportUsageError(kCmd, absl::StrCat("--", name, " must be in [1, ", hi, "], got ", v));
     }
+  }
+  if (absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(r.mesh);
+      !mesh.ok() || mesh->num_devices > 256) {
+    return ReportUsageError(kCmd, absl::StrCat("--mesh: ", mesh.ok() ? "at most 256 devices (one v6e slice)"
+                                                                     : mesh.status().message()));
   }
   if (!(r.hbm_gib > 0) || r.hbm_gib > 1e6) {
     return ReportUsageError(kCmd, absl::StrCat("--hbm-gib must be in (0, 1e6], got ", r.hbm_gib));
@@ -97,8 +107,7 @@ int PlanMain(const std::vector<std::string>& args) {
     text = JsonText(j);
   } else {
     absl::StrAppend(&text, "largest batch: ", b.batch, " (multiple of ", r.batch_step, ") in ",
-                    r.hbm_gib, " GiB per device on ", r.mesh, " v6e chip", r.mesh == 1 ? "" : "s",
-                    "\n");
+                    r.hbm_gib, " GiB per device on v6e mesh ", r.mesh, "\n");
     absl::StrAppend(&text, "  kernel ", b.config.kernel.kernel, ", shard ", b.config.shard.shard,
                     ", vocab tile ", b.config.kernel.block_size);
     if (b.config.kernel.token_chunk) absl::StrAppend(&text, ", token chunk ", *b.config.kernel.token_chunk);
@@ -108,17 +117,23 @@ int PlanMain(const std::vector<std::string>& args) {
     absl::StrAppend(&text, "  reproduce: tpuoff memory ", absl::StrJoin(b.flags, " "), "\n");
     absl::StrAppend(&text, "searched ", result->candidates.size(), " configurations (",
                     result->evaluations, " analyses); the largest batch of each kernel/shard:\n");
-    for (const std::string& kernel : r.kernels) {
-      for (const std::string& shard : r.shards) {
-        const PlanCandidate* top = nullptr;
-        for (const PlanCandidate& c : result->candidates) {
-          if (c.config.kernel.kernel != kernel || c.config.shard.shard != shard) continue;
-          if (top == nullptr || c.batch > top->batch) top = &c;
+    // In search order, the best of each (kernel, shard).
+    std::vector<std::pair<std::string, std::string>> seen;
+    for (const PlanCandidate& c : result->candidates) {
+      const std::pair<std::string, std::string> key = {c.config.kernel.kernel,
+                                                       c.config.shard.shard};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      const PlanCandidate* top = &c;
+      for (const PlanCandidate& o : result->candidates) {
+        if (o.config.kernel.kernel == key.first && o.config.shard.shard == key.second &&
+            o.batch > top->batch) {
+          top = &o;
         }
-        if (top == nullptr) continue;
-        absl::StrAppend(&text, absl::StrFormat("  %-18s %-6s batch %d", kernel, shard, top->batch),
-                        top->batch > 0 ? "  (" + absl::StrJoin(top->flags, " ") + ")" : "", "\n");
       }
+      absl::StrAppend(&text,
+                      absl::StrFormat("  %-18s %-14s batch %d", key.first, key.second, top->batch),
+                      top->batch > 0 ? "  (" + absl::StrJoin(top->flags, " ") + ")" : "", "\n");
     }
   }
   if (absl::Status s = WriteToStdout(text); !s.ok()) return ReportFailure(kCmd, s);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hlo/spmd/mesh.h"
 #include "tools/io/json_text.h"
 
 namespace tpuoff::tools {
@@ -36,6 +37,19 @@ std::string DeviceList(const std::vector<int64_t>& d) {
 }
 
 }  // namespace
+
+absl::StatusOr<hlo::IciTopology> V6eTopologyForModule(const hlo::HloModule& module,
+                                                      int64_t num_devices) {
+  absl::StatusOr<hlo::IciTopology> topology = hlo::IciTopology::V6eSlice(num_devices);
+  if (!topology.ok()) return topology;
+  absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(absl::StrCat(num_devices));
+  const auto attr = module.frontend_attributes().find(std::string(hlo::kMeshShapeAttr));
+  if (attr != module.frontend_attributes().end()) mesh = hlo::ParseMeshShape(attr->second);
+  if (mesh.ok() && mesh->num_devices == num_devices && num_devices == topology->num_chips()) {
+    topology->chip_of_device = hlo::V6eChipOrder(*mesh);
+  }
+  return topology;
+}
 
 std::string FormatSeconds(double s) {
   if (s >= 1) return absl::StrFormat("%.3f s", s);

@@ -31,6 +31,13 @@ std::string FormatCostReport(const hlo::ModuleCost& cost, const hlo::ModulePredi
 // executions.
 std::string CostReportJson(const hlo::ModuleCost& cost, const hlo::ModulePrediction& prediction);
 
+// The v6e slice `module` runs on (the smallest holding `num_devices` chips),
+// its partitions placed on chips as jax's create_device_mesh places the
+// module's mesh (hlo::V6eChipOrder of its `mesh_shape` attribute, or of a 1-D
+// mesh): ring neighbours on the tray are ICI neighbours.
+absl::StatusOr<hlo::IciTopology> V6eTopologyForModule(const hlo::HloModule& module,
+                                                      int64_t num_devices);
+
 // "1.23 ms", "456 us", "7.8 s".
 std::string FormatSeconds(double seconds);
 

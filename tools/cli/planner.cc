@@ -5,10 +5,13 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hlo/analysis/cost_analysis.h"
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/analysis/tpu_model.h"
 #include "hlo/ir/status_macros.h"
+#include "hlo/spmd/mesh.h"
+#include "tools/cli/cost_report.h"
 #include "tools/cli/memory_report.h"
 
 namespace tpuoff::tools {
@@ -30,12 +33,35 @@ int64_t HbmCapacityBytes(double gib) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(gib * 1073741824.0)));
 }
 
-std::vector<PlanConfig> PlanConfigs(const PlanRequest& r) {
+absl::StatusOr<std::vector<std::string>> PlanShardChoices(const std::string& mesh_text) {
+  ASSIGN_OR_RETURN(hlo::Mesh mesh, hlo::ParseMeshShape(mesh_text));
+  std::vector<std::string> out = {"none"};
+  if (mesh.num_devices == 1) return out;
+  static const char* kKinds[] = {"none", "batch", "seq", "vocab"};
+  const int64_t axes = mesh.num_axes();
+  int64_t combos = 1;
+  for (int64_t a = 0; a < axes; ++a) combos *= 4;
+  for (int64_t c = 1; c < combos; ++c) {  // c = 0 is every axis none
+    std::vector<std::string> kinds;
+    int64_t rest = c;
+    for (int64_t a = 0; a < axes; ++a) {
+      kinds.insert(kinds.begin(), kKinds[rest % 4]);
+      rest /= 4;
+    }
+    out.push_back(absl::StrJoin(kinds, ","));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<PlanConfig>> PlanConfigs(const PlanRequest& r) {
+  std::vector<std::string> shards = r.shards;
+  if (shards.empty()) {
+    ASSIGN_OR_RETURN(shards, PlanShardChoices(r.mesh));
+  }
   std::vector<PlanConfig> out;
   for (const std::string& kernel : r.kernels) {
     const bool fused = kernel == "grpo_fused_linear";
-    for (const std::string& shard : r.shards) {
-      if (shard != "none" && r.mesh == 1) continue;  // nothing to split over
+    for (const std::string& shard : shards) {
       for (int64_t block : r.block_sizes) {
         std::vector<std::optional<int64_t>> chunks = {std::nullopt};
         if (fused) chunks = r.token_chunks;
@@ -49,7 +75,7 @@ std::vector<PlanConfig> PlanConfigs(const PlanRequest& r) {
           c.kernel.block_size = block;
           c.kernel.hidden = r.hidden;
           c.kernel.token_chunk = chunk;
-          c.shard.mesh = absl::StrCat(shard == "none" ? 1 : r.mesh);
+          c.shard.mesh = shard == "none" ? "1" : r.mesh;
           c.shard.shard = shard;
           out.push_back(std::move(c));
         }
@@ -73,7 +99,7 @@ absl::StatusOr<double> PlanPredictedSeconds(const PlanConfig& config, int64_t ba
   ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, Build(config, batch));
   ASSIGN_OR_RETURN(hlo::ModuleCost cost, hlo::AnalyzeCost(*module));
   const int64_t devices = hlo::ModuleDeviceCount(*module);
-  ASSIGN_OR_RETURN(hlo::IciTopology topology, hlo::IciTopology::V6eSlice(devices));
+  ASSIGN_OR_RETURN(hlo::IciTopology topology, V6eTopologyForModule(*module, devices));
   ASSIGN_OR_RETURN(hlo::ModulePrediction p, hlo::PredictModule(cost, devices, topology));
   return p.max_seconds;
 }
@@ -97,13 +123,13 @@ std::vector<std::string> PlanFlags(const PlanConfig& c, int64_t batch) {
 }
 
 absl::StatusOr<PlanResult> SearchPlan(const PlanRequest& r) {
-  if (r.batch_step < 1 || r.seq < 1 || r.vocab < 1 || r.hidden < 1 || r.mesh < 1 ||
-      !(r.hbm_gib > 0)) {
-    return absl::InvalidArgumentError("plan: batch step, seq, vocab, hidden, mesh and HBM must be positive");
+  if (r.batch_step < 1 || r.seq < 1 || r.vocab < 1 || r.hidden < 1 || !(r.hbm_gib > 0)) {
+    return absl::InvalidArgumentError("plan: batch step, seq, vocab, hidden and HBM must be positive");
   }
   const int64_t capacity = HbmCapacityBytes(r.hbm_gib);
   PlanResult result;
-  for (const PlanConfig& config : PlanConfigs(r)) {
+  ASSIGN_OR_RETURN(std::vector<PlanConfig> configs, PlanConfigs(r));
+  for (const PlanConfig& config : configs) {
     PlanCandidate cand;
     cand.config = config;
     const int64_t unit = BatchUnit(config, r.batch_step);

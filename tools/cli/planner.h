@@ -1,6 +1,6 @@
 // `tpuoff plan`: the largest batch whose per-device HBM peak fits, searched
 // over kernels (vocab-tiled on given logits, fused with the LM head),
-// shardings (every --shard the mesh takes), vocab tiles and token chunks; ties
+// shardings (every --shard the mesh takes, 1-D or N-D), vocab tiles and token chunks; ties
 // broken by the predicted v6e time. Peaks come from the same static analysis
 // as `tpuoff memory` (hlo::AnalyzeDeviceMemory, fits = TPU-padded peak within
 // capacity), times from `tpuoff cost` (fused counting, the mesh's v6e slice).
@@ -23,14 +23,15 @@ struct PlanRequest {
   int64_t vocab = 151936;
   int64_t seq = 4096;
   int64_t batch_step = 1;  // batches searched: multiples of this
-  int64_t mesh = 8;
+  std::string mesh = "8";  // "N" or "AxB" (tpuoff's --mesh)
   std::string logits_dtype = "bf16";
   std::string mode = "fwd_bwd";
   double hbm_gib = 32;
   int64_t max_batch = int64_t{1} << 20;  // search ceiling
   // The search space (defaults: everything below).
   std::vector<std::string> kernels = {"grpo_tiled", "grpo_fused_linear"};
-  std::vector<std::string> shards = {"none", "batch", "vocab"};
+  // --shard values; empty: every one the mesh takes (PlanShardChoices).
+  std::vector<std::string> shards;
   std::vector<int64_t> block_sizes = {1024, 2048, 4096, 8192};
   // grpo_fused_linear only; nullopt = all tokens of a tile at once.
   std::vector<std::optional<int64_t>> token_chunks = {std::nullopt, 512, 1024, 2048, 4096};
@@ -56,8 +57,12 @@ struct PlanResult {
   int64_t evaluations = 0;  // module builds + memory analyses
 };
 
+// Every --shard value of a mesh: "none", then one kind from batch, seq,
+// vocab or none per mesh axis (not all none), e.g. on 2x4 "batch,vocab".
+absl::StatusOr<std::vector<std::string>> PlanShardChoices(const std::string& mesh);
+
 // The configurations of the request's search space, in a fixed order.
-std::vector<PlanConfig> PlanConfigs(const PlanRequest& request);
+absl::StatusOr<std::vector<PlanConfig>> PlanConfigs(const PlanRequest& request);
 
 // Per-device TPU-padded peak (the worst device group) of `config` at `batch`;
 // INVALID_ARGUMENT when the configuration cannot be built at that batch

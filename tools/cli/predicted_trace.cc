@@ -8,6 +8,7 @@
 #include "hlo/analysis/cost_analysis.h"
 #include "hlo/analysis/tpu_model.h"
 #include "hlo/ir/status_macros.h"
+#include "tools/cli/cost_report.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -44,7 +45,7 @@ absl::Status AppendPredictedTimeline(const hlo::HloModule& module, int64_t num_d
                                      runtime::Trace* trace) {
   ASSIGN_OR_RETURN(hlo::ModuleCost cost, hlo::AnalyzeCost(module));
   const int64_t n = std::max<int64_t>(num_devices, 1);
-  ASSIGN_OR_RETURN(hlo::IciTopology topology, hlo::IciTopology::V6eSlice(n));
+  ASSIGN_OR_RETURN(hlo::IciTopology topology, V6eTopologyForModule(module, n));
   ASSIGN_OR_RETURN(hlo::ModulePrediction pred, hlo::PredictModule(cost, n, topology));
   // Each device's per-op times.
   std::vector<const hlo::DeviceTimes*> times(n, nullptr);

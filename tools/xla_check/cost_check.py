@@ -108,6 +108,19 @@ for kernel in ("grpo_reference", "grpo_tiled", "entropy_reference", "entropy_til
                                      base + ["--vocab=9000", "--block-size=2048"]))
             KERNEL_CASES.append((f"{kernel}.{mode}.{dtype}.batch8",
                                  base + ["--vocab=3000", "--mesh=8", "--shard=batch"]))
+# Loss options change the arithmetic around the vocab statistics.
+OPTIONS = {
+    "kl_delta_post_lse_seqmean": ["--beta=0.04", "--delta=2", "--temperature=0.7",
+                                  "--temperature-mode=post_lse", "--loss-type=sequence_mean"],
+    "on_policy_constant": ["--on-policy", "--loss-type=constant", "--max-len=32"],
+    "token_count_input": ["--token-count-input", "--temperature=1.3"],
+}
+for kernel in ("grpo_reference", "grpo_tiled", "grpo_fused_linear"):
+    for oname, opts in OPTIONS.items():
+        extra = ["--hidden=64"] if kernel == "grpo_fused_linear" else []
+        KERNEL_CASES.append((f"{kernel}.fwd_bwd.bf16.{oname}",
+                             [f"--kernel={kernel}", "--mode=fwd_bwd", "--batch=4", "--seq=16",
+                              "--logits-dtype=bf16", "--vocab=3000", *extra, *opts]))
 for mode in ("fwd", "fwd_bwd"):
     for dtype in ("f32", "bf16"):
         base = ["--kernel=grpo_fused_linear", f"--mode={mode}", "--batch=2", "--seq=16",
