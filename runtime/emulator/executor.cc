@@ -401,6 +401,11 @@ absl::Status ExecuteOp(ExecContext& ctx, Frame& f, const Step& step) {
     case HloOpcode::kReduceScatter:
     case HloOpcode::kCollectivePermute:
     case HloOpcode::kAllToAll: {
+      if (!x->attrs().permute_slice_sizes.empty()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "%", x->name(), ": in-place collective-permute (slice_sizes=) is not supported "
+            "by the emulator"));
+      }
       std::vector<const void*> in;
       std::vector<void*> out;
       for (const HloInstruction* o : x->operands()) {
