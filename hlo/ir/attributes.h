@@ -214,6 +214,15 @@ struct HloAttributes {
   // reduce-precision
   int64_t exponent_bits = 0;
   int64_t mantissa_bits = 0;
+  // async-start/-update/-done: the thread the wrapped computation runs on
+  // ("" = XLA's "main").
+  std::string async_execution_thread;
+  // collective-permute(-start) in place (4 operands): one slice per pair.
+  std::vector<std::vector<int64_t>> permute_slice_sizes;
+  // send/recv(-done): a transfer to or from the host.
+  bool is_host_transfer = false;
+  // copy-start: which cross-program prefetch it is.
+  std::optional<int64_t> cross_program_prefetch_index;
   bool operator==(const HloAttributes&) const = default;
 };
 

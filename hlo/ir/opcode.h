@@ -173,6 +173,11 @@ inline bool IsElementwiseBinary(HloOpcode op) {
   return GetOpcodeKind(op) == OpcodeKind::kBinary;
 }
 bool IsCollective(HloOpcode opcode);
+// async-start, async-update, async-done.
+inline bool IsAsyncOpcode(HloOpcode op) {
+  return op == HloOpcode::kAsyncStart || op == HloOpcode::kAsyncUpdate ||
+         op == HloOpcode::kAsyncDone;
+}
 int NumOpcodes();
 
 }  // namespace tpuoff::hlo

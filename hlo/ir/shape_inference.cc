@@ -584,6 +584,12 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       // One operand, or several permuted together (a tuple of them).
       if (operands.empty()) return Err(op, "needs an operand");
       if (operands.size() == 1) return *operands[0];
+      // In place (slice_sizes=): (input, output, input offsets, output
+      // offsets); the result is the updated output.
+      if (!attrs.permute_slice_sizes.empty()) {
+        if (operands.size() != 4) return Err(op, "in place takes input, output and two offsets");
+        return *operands[1];
+      }
       std::vector<Shape> elements;
       for (const Shape* s : operands) elements.push_back(*s);
       return Shape::Tuple(elements);

@@ -1,6 +1,7 @@
 // Shape rules of convolution, sort, top-k, select-and-scatter,
-// reduce-precision, add-dependency, and of the opcodes whose result is taken
-// as declared (async wrappers, host transfer, linear algebra, ...).
+// reduce-precision, add-dependency, the async wrappers (async-start/-update/
+// -done), and of the opcodes whose result is taken as declared (host
+// transfer, linear algebra, ...).
 #include "hlo/ir/shape_inference_extra.h"
 
 #include <set>
@@ -115,6 +116,39 @@ absl::StatusOr<Shape> InferConvolution(Span operands, const HloAttributes& a,
   return Shape(t, dims);
 }
 
+// async-start: ((operand shapes), wrapped result, context...), the wrapped
+// computation taking the operands.
+absl::StatusOr<Shape> InferAsyncStart(Span operands, absl::Span<HloComputation* const> called,
+                                      const Shape* declared) {
+  constexpr HloOpcode op = HloOpcode::kAsyncStart;
+  if (called.size() != 1 || called[0]->root() == nullptr) {
+    return Err(op, "needs one wrapped computation (calls=)");
+  }
+  const HloComputation& w = *called[0];
+  if (w.num_parameters() != static_cast<int64_t>(operands.size())) {
+    return Err(op, absl::StrCat("has ", operands.size(), " operands but ", w.name(), " takes ",
+                                w.num_parameters()));
+  }
+  std::vector<Shape> ins;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (w.parameter(i) == nullptr || !w.parameter(i)->shape().Compatible(*operands[i])) {
+      return Err(op, absl::StrCat("operand ", i, " ", operands[i]->ToString(), " does not match ",
+                                  w.name(), "'s parameter"));
+    }
+    ins.push_back(*operands[i]);
+  }
+  if (declared == nullptr || !declared->IsValid()) {
+    return Shape::Tuple({Shape::Tuple(ins), w.root()->shape(), Shape(PrimitiveType::kS32, {})});
+  }
+  if (!declared->IsTuple() || declared->tuple_size() < 2 ||
+      !declared->tuple_shapes(0).Compatible(Shape::Tuple(ins)) ||
+      !declared->tuple_shapes(1).Compatible(w.root()->shape())) {
+    return Err(op, absl::StrCat("shape ", declared->ToString(), " is not ((operand shapes), ",
+                                w.root()->shape().ToString(), ", context...)"));
+  }
+  return *declared;
+}
+
 }  // namespace
 
 bool TakesDeclaredShape(HloOpcode op) {
@@ -125,9 +159,6 @@ bool TakesDeclaredShape(HloOpcode op) {
     case HloOpcode::kAllReduceDone:
     case HloOpcode::kCollectivePermuteStart:
     case HloOpcode::kCollectivePermuteDone:
-    case HloOpcode::kAsyncStart:
-    case HloOpcode::kAsyncUpdate:
-    case HloOpcode::kAsyncDone:
     case HloOpcode::kCopyStart:
     case HloOpcode::kCopyDone:
     case HloOpcode::kSend:
@@ -172,6 +203,17 @@ absl::StatusOr<Shape> InferShapeExtra(HloOpcode op, Span operands, const HloAttr
     return *declared;
   }
   switch (op) {
+    case HloOpcode::kAsyncStart:
+      return InferAsyncStart(operands, called, declared);
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone: {
+      // The async-start's ((operands), result, context...) tuple passes
+      // through updates; done yields the result.
+      if (operands.size() != 1 || !operands[0]->IsTuple() || operands[0]->tuple_size() < 2) {
+        return Err(op, "needs the ((operands), result, context) tuple of an async-start");
+      }
+      return op == HloOpcode::kAsyncUpdate ? *operands[0] : operands[0]->tuple_shapes(1);
+    }
     case HloOpcode::kConvolution:
       return InferConvolution(operands, attrs, declared);
     case HloOpcode::kSort: {

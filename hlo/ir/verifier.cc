@@ -67,6 +67,17 @@ absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp
       }
       break;
     }
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone:
+      if (instr.operand(0)->opcode() != HloOpcode::kAsyncStart &&
+          instr.operand(0)->opcode() != HloOpcode::kAsyncUpdate) {
+        return At(comp, &instr, "must continue an async-start or async-update");
+      }
+      if (instr.called_computations() != instr.operand(0)->called_computations()) {
+        return At(comp, &instr, "wraps another computation than the async op it continues");
+      }
+      break;
+    case HloOpcode::kCollectivePermuteStart:
     case HloOpcode::kCollectivePermute: {
       std::set<int64_t> sources, targets;
       for (const auto& [s, t] : a.source_target_pairs) {
@@ -149,6 +160,19 @@ absl::Status VerifyModule(const HloModule& module) {
   std::unordered_set<std::string> comp_names;
   std::unordered_set<std::string> instr_names;
   std::unordered_set<const HloComputation*> earlier;
+  // An async computation belongs to one async-start (XLA's rule).
+  std::unordered_map<const HloComputation*, const HloInstruction*> async_owner;
+  for (const auto& comp : module.computations()) {
+    for (const auto& x : comp->instructions()) {
+      if (x->opcode() != HloOpcode::kAsyncStart || x->called_computations().size() != 1) continue;
+      auto [it, fresh] = async_owner.emplace(x->called_computations()[0], x.get());
+      if (!fresh) {
+        return At(*comp, x.get(), absl::StrCat("computation ", x->called_computations()[0]->name(),
+                                               " is already wrapped by async-start ",
+                                               it->second->name()));
+      }
+    }
+  }
   for (const auto& comp : module.computations()) {
     if (!comp_names.insert(comp->name()).second) {
       return absl::InvalidArgumentError(absl::StrCat("computation name ", comp->name(), " is not unique"));

@@ -245,6 +245,14 @@ absl::Status Exporter::ExportInstruction(const HloComputation& comp,
     sd->set_stride(s.stride);
   }
   for (int64_t s : a.dynamic_slice_sizes) p->add_dynamic_slice_sizes(s);
+  for (const auto& sizes : a.permute_slice_sizes) {
+    for (int64_t s : sizes) p->add_dynamic_slice_sizes(s);
+  }
+  if (a.is_host_transfer) p->set_is_host_transfer(true);
+  if (a.cross_program_prefetch_index) {
+    p->set_cross_program_prefetch_index(static_cast<int32_t>(*a.cross_program_prefetch_index));
+  }
+  if (!a.async_execution_thread.empty()) p->set_async_execution_thread(a.async_execution_thread);
   for (const PaddingDimension& pd : a.padding) {
     auto* d = p->mutable_padding_config()->add_dimensions();
     d->set_edge_padding_low(pd.edge_padding_low);

@@ -115,6 +115,11 @@ absl::Status CheckCalledCount(HloOpcode op, int64_t called, int64_t operands,
       break;
     case HloOpcode::kCustomCall:
       return absl::OkStatus();
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone:
+      if (called > 1) want = 1;  // 0 or 1: the async-start's computation
+      else return absl::OkStatus();
+      break;
     default:
       break;
   }
@@ -183,8 +188,20 @@ absl::Status Importer::ImportAttributes(const xla::HloInstructionProto& p, HloOp
   for (const auto& s : p.slice_dimensions()) {
     a->slice.push_back({s.start(), s.limit(), s.stride()});
   }
-  a->dynamic_slice_sizes.assign(p.dynamic_slice_sizes().begin(),
-                                p.dynamic_slice_sizes().end());
+  if (op == HloOpcode::kCollectivePermute || op == HloOpcode::kCollectivePermuteStart) {
+    // In-place form: the slice sizes of every pair, flattened (XLA's
+    // dynamic_slice_sizes); split by the rank of the first input.
+    a->permute_slice_sizes.clear();
+  } else {
+    a->dynamic_slice_sizes.assign(p.dynamic_slice_sizes().begin(),
+                                  p.dynamic_slice_sizes().end());
+  }
+  a->is_host_transfer = p.is_host_transfer();
+  if (p.optional_cross_program_prefetch_index_case() ==
+      xla::HloInstructionProto::kCrossProgramPrefetchIndex) {
+    a->cross_program_prefetch_index = p.cross_program_prefetch_index();
+  }
+  a->async_execution_thread = p.async_execution_thread() == "main" ? "" : p.async_execution_thread();
   for (const auto& d : p.padding_config().dimensions()) {
     a->padding.push_back({d.edge_padding_low(), d.edge_padding_high(), d.interior_padding()});
   }
@@ -372,9 +389,31 @@ absl::StatusOr<std::unique_ptr<HloComputation>> Importer::ImportComputation(
     }
     RETURN_IF_ERROR(CheckCalledCount(*op, ip.called_computation_ids_size(),
                                      ip.operand_ids_size(), where));
+    // async-update/-done continue their operand's wrapped computation.
+    if ((*op == HloOpcode::kAsyncUpdate || *op == HloOpcode::kAsyncDone) &&
+        operands.size() == 1 && IsAsyncOpcode(operands[0]->opcode()) &&
+        operands[0]->opcode() != HloOpcode::kAsyncDone) {
+      if (called.empty()) called = operands[0]->called_computations();
+      if (called != operands[0]->called_computations()) {
+        return Invalid(where, "calls another computation than the async-start it continues");
+      }
+    }
 
     HloAttributes attrs;
     RETURN_IF_ERROR(ImportAttributes(ip, *op, where, &attrs));
+    if ((*op == HloOpcode::kCollectivePermute || *op == HloOpcode::kCollectivePermuteStart) &&
+        ip.dynamic_slice_sizes_size() > 0 && !operands.empty()) {
+      const Shape& in = operands[0]->shape();
+      const int64_t rank = in.IsTuple() && in.tuple_size() > 0 ? in.tuple_shapes(0).rank()
+                                                               : in.rank();
+      if (rank < 1 || ip.dynamic_slice_sizes_size() % rank != 0) {
+        return Invalid(where, "dynamic_slice_sizes is not a list of slices of the input's rank");
+      }
+      for (int i = 0; i < ip.dynamic_slice_sizes_size(); i += rank) {
+        attrs.permute_slice_sizes.emplace_back(ip.dynamic_slice_sizes().begin() + i,
+                                               ip.dynamic_slice_sizes().begin() + i + rank);
+      }
+    }
     // XLA writes the comparison type always but prints it only when it is
     // not the default for the operand type; the IR keeps only non-defaults.
     if (*op == HloOpcode::kCompare && !operands.empty() && operands[0]->shape().IsArray()) {

@@ -4,6 +4,8 @@
 // text_parser_build.cc.
 #include "hlo/text/text_parser.h"
 
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
@@ -47,6 +49,7 @@ absl::Status TextParser::Expect(TokKind kind, absl::string_view context) {
 
 absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Run() {
   RETURN_IF_ERROR(ParseModule());
+  RETURN_IF_ERROR(DesugarAsyncStarts());
   return Build();
 }
 
@@ -235,12 +238,35 @@ absl::Status TextParser::ParseInstruction(ParsedComputation* computation) {
   instr.opcode_loc = Loc();
   if (!At(TokKind::kIdent)) return TokenError("expected an opcode");
   const std::string opcode_name = lexer_.tok().str;
-  const std::optional<HloOpcode> opcode = StringToHloOpcode(opcode_name);
+  std::optional<HloOpcode> opcode = StringToHloOpcode(opcode_name);
+  if (!opcode.has_value()) {
+    // XLA's async sugar: `X-start`, `X-update`, `X-done` for an opcode X.
+    using Sugar = ParsedInstruction::AsyncSugar;
+    for (const auto& [suffix, sugar] : {std::pair<absl::string_view, Sugar>{"-start", Sugar::kStart},
+                                        {"-update", Sugar::kUpdate},
+                                        {"-done", Sugar::kDone}}) {
+      if (!absl::EndsWith(opcode_name, suffix)) continue;
+      const std::optional<HloOpcode> wrapped = StringToHloOpcode(
+          absl::string_view(opcode_name).substr(0, opcode_name.size() - suffix.size()));
+      if (!wrapped.has_value() || *wrapped == HloOpcode::kParameter) break;
+      instr.async_sugar = sugar;
+      instr.async_wrapped_opcode = *wrapped;
+      opcode = sugar == Sugar::kStart    ? *wrapped
+               : sugar == Sugar::kUpdate ? HloOpcode::kAsyncUpdate
+                                         : HloOpcode::kAsyncDone;
+      break;
+    }
+  }
   if (!opcode.has_value()) {
     return TokenError(absl::StrCat("unknown opcode '", opcode_name, "'"));
   }
   instr.opcode = *opcode;
   lexer_.Next();
+  if (instr.async_sugar == ParsedInstruction::AsyncSugar::kStart &&
+      (instr.opcode == HloOpcode::kConstant || IsAsyncOpcode(instr.opcode))) {
+    return ErrorAt(instr.opcode_loc,
+                   absl::StrCat(HloOpcodeString(instr.opcode), " cannot be wrapped in an async op"));
+  }
   if (instr.opcode == HloOpcode::kParameter) {
     RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the parameter number"));
     const size_t loc = Loc();

@@ -500,7 +500,22 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     lexer_.Next();
     return SkipValue();
   }
+  if (name == "async_execution_thread") {
+    if (!IsAsyncOpcode(op) && instr->async_sugar == ParsedInstruction::AsyncSugar::kNone) {
+      return ErrorAt(loc, absl::StrCat("attribute ", name, " does not apply to ",
+                                       HloOpcodeString(op)));
+    }
+    lexer_.Next();
+    RETURN_IF_ERROR(ParseString(&a.async_execution_thread));
+    if (a.async_execution_thread == "main") a.async_execution_thread.clear();
+    return absl::OkStatus();
+  }
   // Opcode-specific attributes.
+  if (name == "slice_sizes" &&
+      (op == O::kCollectivePermute || op == O::kCollectivePermuteStart)) {
+    lexer_.Next();
+    return ParseDimListList(&a.permute_slice_sizes);
+  }
   if (name == "dimensions") {
     RETURN_IF_ERROR(only({O::kBroadcast, O::kTranspose, O::kReduce, O::kReverse,
                           O::kConcatenate, O::kAllGather, O::kReduceScatter,
@@ -696,7 +711,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
                                                        : &instr->called_computations);
   }
   if (name == "calls") {
-    RETURN_IF_ERROR(only({O::kFusion, O::kAsyncStart}));
+    RETURN_IF_ERROR(only({O::kFusion, O::kAsyncStart, O::kAsyncUpdate, O::kAsyncDone}));
     return ParseComputationRef(&instr->calls.emplace());
   }
   if (name == "kind") {
@@ -745,6 +760,17 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
       a.source_target_pairs.emplace_back(p[0], p[1]);
     }
     return absl::OkStatus();
+  }
+  if (name == "cross_program_prefetch_index") {
+    RETURN_IF_ERROR(only({O::kCopyStart}));
+    int64_t v = 0;
+    RETURN_IF_ERROR(ParseDimValue(&v));
+    a.cross_program_prefetch_index = v;
+    return absl::OkStatus();
+  }
+  if (name == "is_host_transfer") {
+    RETURN_IF_ERROR(only({O::kSend, O::kRecv, O::kSendDone, O::kRecvDone}));
+    return ParseBool(&a.is_host_transfer);
   }
   if (name == "custom_call_target") {
     RETURN_IF_ERROR(only({O::kCustomCall}));
@@ -807,6 +833,7 @@ absl::Status TextParser::CheckRequiredAttributes(const ParsedInstruction& instr)
     case O::kTopK: required = {"k"}; break;
     case O::kSelectAndScatter: required = {"window", "select", "scatter"}; break;
     case O::kReducePrecision: required = {"exponent_bits", "mantissa_bits"}; break;
+    case O::kAsyncStart: required = {"calls"}; break;
     default: break;
   }
   for (absl::string_view r : required) {

@@ -167,6 +167,42 @@ absl::StatusOr<std::vector<HloComputation*>> ComputationBuilder::CalledComputati
       }
       break;
     }
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone: {
+      // The computation of the async-start (or -update) this continues.
+      const HloInstruction* prev = operands.size() == 1 ? operands[0] : nullptr;
+      if (prev == nullptr || (prev->opcode() != HloOpcode::kAsyncStart &&
+                              prev->opcode() != HloOpcode::kAsyncUpdate) ||
+          prev->called_computations().size() != 1) {
+        return parser_.ErrorAt(pi.operands_loc,
+                               absl::StrCat(HloOpcodeString(pi.opcode),
+                                            " takes the async-start or async-update it "
+                                            "continues as its one operand"));
+      }
+      HloComputation* wrapped = prev->called_computations()[0];
+      if (pi.calls) {
+        ASSIGN_OR_RETURN(HloComputation * c, Callee(*pi.calls));
+        if (c != wrapped) {
+          return parser_.ErrorAt(pi.calls->loc,
+                                 absl::StrCat("calls=", c->name(), " differs from ",
+                                              wrapped->name(), " of its async-start"));
+        }
+      }
+      if (pi.async_sugar != ParsedInstruction::AsyncSugar::kNone &&
+          wrapped->root()->opcode() != pi.async_wrapped_opcode) {
+        return parser_.ErrorAt(pi.opcode_loc,
+                               absl::StrCat("the async op it continues wraps ",
+                                            HloOpcodeString(wrapped->root()->opcode()), ", not ",
+                                            HloOpcodeString(pi.async_wrapped_opcode)));
+      }
+      if (pi.seen_attrs.count("async_execution_thread") &&
+          pi.attrs.async_execution_thread != prev->attrs().async_execution_thread) {
+        return parser_.ErrorAt(pi.opcode_loc,
+                               "async_execution_thread differs from its async-start's");
+      }
+      called.push_back(wrapped);
+      break;
+    }
     default:
       if (pi.to_apply) RETURN_IF_ERROR(add(*pi.to_apply));
       if (pi.calls) RETURN_IF_ERROR(add(*pi.calls));
@@ -220,6 +256,9 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
   }
   ASSIGN_OR_RETURN(std::vector<HloComputation*> called, CalledComputations(pi, operands));
   HloAttributes attrs = pi.attrs;
+  if (pi.opcode == HloOpcode::kAsyncUpdate || pi.opcode == HloOpcode::kAsyncDone) {
+    attrs.async_execution_thread = operands[0]->attrs().async_execution_thread;
+  }
   if (pi.opcode == HloOpcode::kBroadcast && !pi.seen_attrs.count("dimensions") &&
       operands[0]->shape().rank() != 0) {
     return parser_.ErrorAt(pi.opcode_loc, "broadcast of a non-scalar requires dimensions");

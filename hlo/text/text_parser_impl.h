@@ -48,6 +48,13 @@ struct ParsedInstruction {
   std::optional<Literal> literal;  // constant
   HloAttributes attrs;
   std::set<std::string> seen_attrs;  // attribute names given
+  // XLA's async syntax sugar: `X-start(...)` is an async-start wrapping one
+  // X instruction (parsed with opcode X and async_sugar kStart, its
+  // attributes X's); `X-update` / `X-done` are async-update / async-done
+  // whose wrapped instruction must be an X.
+  enum class AsyncSugar { kNone, kStart, kUpdate, kDone };
+  AsyncSugar async_sugar = AsyncSugar::kNone;
+  HloOpcode async_wrapped_opcode = HloOpcode::kParameter;
   // Called computations by role; the build phase puts them in IR order.
   std::optional<NameRef> to_apply, condition, body, calls;
   std::optional<NameRef> true_computation, false_computation;
@@ -163,6 +170,9 @@ class TextParser {
 
   // ---- Building the IR (text_parser_build.cc).
   absl::StatusOr<std::unique_ptr<HloModule>> Build();
+  // Turns every `X-start` into an async-start calling a new computation
+  // that holds the X instruction (text_parser_async.cc).
+  absl::Status DesugarAsyncStarts();
 
   HloLexer lexer_;
   std::string filename_;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -425,8 +426,25 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       std::vector<std::string> pairs;
       for (const auto& [s, t] : a.source_target_pairs) pairs.push_back(absl::StrCat("{", s, ",", t, "}"));
       add("source_target_pairs={", absl::StrJoin(pairs, ","), "}");
+      if (!a.permute_slice_sizes.empty()) {
+        std::vector<std::string> sizes;
+        for (const auto& v : a.permute_slice_sizes) sizes.push_back(Braced(v));
+        add("slice_sizes={", absl::StrJoin(sizes, ","), "}");
+      }
       break;
     }
+    case O::kCopyStart:
+      if (a.cross_program_prefetch_index) {
+        add("cross_program_prefetch_index=", *a.cross_program_prefetch_index);
+      }
+      break;
+    case O::kSend:
+    case O::kRecv:
+    case O::kSendDone:
+    case O::kRecvDone:
+      if (a.channel_id) add("channel_id=", *a.channel_id);
+      if (a.is_host_transfer) add("is_host_transfer=true");
+      break;
     case O::kCustomCall: {
       const std::string precision = PrecisionString(a.operand_precision);
       if (!precision.empty()) out->push_back(precision);
@@ -475,8 +493,13 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       add("select=", comp(0));
       add("scatter=", comp(1));
       break;
-    case O::kFusion:
     case O::kAsyncStart:
+      if (!a.async_execution_thread.empty()) {
+        add("async_execution_thread=", Quoted(a.async_execution_thread));
+      }
+      add("calls=", comp(0));
+      break;
+    case O::kFusion:
       add("calls=", comp(0));
       break;
     case O::kCustomCall:
@@ -488,6 +511,29 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       break;
     default: break;
   }
+}
+
+// The instruction an async op wraps when XLA's sugar `X-start(...)` says it
+// exactly: the wrapped computation is one X on its parameters, in order.
+const HloInstruction* SugarWrapped(const HloInstruction& instr) {
+  if (!IsAsyncOpcode(instr.opcode()) || instr.called_computations().size() != 1 ||
+      instr.called_computations()[0] == nullptr) {
+    return nullptr;
+  }
+  const HloComputation& w = *instr.called_computations()[0];
+  const HloInstruction* root = w.root();
+  if (root == nullptr || root->opcode() == HloOpcode::kParameter ||
+      root->opcode() == HloOpcode::kConstant || IsAsyncOpcode(root->opcode()) ||
+      static_cast<int64_t>(w.instructions().size()) != w.num_parameters() + 1 ||
+      root->operand_count() != w.num_parameters() ||
+      // all-reduce-start etc. are opcodes of their own: no sugar for them.
+      StringToHloOpcode(absl::StrCat(HloOpcodeString(root->opcode()), "-start")).has_value()) {
+    return nullptr;
+  }
+  for (int64_t i = 0; i < root->operand_count(); ++i) {
+    if (root->operand(i) != w.parameter(i)) return nullptr;
+  }
+  return root;
 }
 
 std::string EntryLayoutString(const HloModule& module) {
@@ -508,9 +554,16 @@ std::string EntryLayoutString(const HloModule& module) {
 }  // namespace
 
 std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o) {
+  const HloInstruction* sugar = SugarWrapped(instr);
+  std::string opcode(HloOpcodeString(instr.opcode()));
+  if (sugar != nullptr) {
+    opcode = absl::StrCat(HloOpcodeString(sugar->opcode()),
+                          instr.opcode() == HloOpcode::kAsyncStart    ? "-start"
+                          : instr.opcode() == HloOpcode::kAsyncUpdate ? "-update"
+                                                                      : "-done");
+  }
   std::string out = absl::StrCat(Name(instr.name(), o), " = ",
-                                 instr.shape().ToString(o.print_layouts), " ",
-                                 HloOpcodeString(instr.opcode()), "(");
+                                 instr.shape().ToString(o.print_layouts), " ", opcode, "(");
   if (instr.opcode() == HloOpcode::kParameter) {
     absl::StrAppend(&out, instr.parameter_number());
   } else if (instr.opcode() == HloOpcode::kConstant) {
@@ -527,7 +580,16 @@ std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o)
   }
   out += ")";
   std::vector<std::string> attrs;
-  AppendOpcodeAttributes(instr, o, &attrs);
+  if (sugar == nullptr) {
+    AppendOpcodeAttributes(instr, o, &attrs);
+  } else if (instr.opcode() == HloOpcode::kAsyncStart) {
+    // The start says the thread and the wrapped instruction's attributes.
+    if (!instr.attrs().async_execution_thread.empty()) {
+      attrs.push_back(absl::StrCat("async_execution_thread=",
+                                   Quoted(instr.attrs().async_execution_thread)));
+    }
+    AppendOpcodeAttributes(*sugar, o, &attrs);
+  }
   if (instr.sharding().has_value()) {
     attrs.push_back(absl::StrCat("sharding=", ShardingString(*instr.sharding())));
   }
@@ -595,7 +657,20 @@ std::string PrintModule(const HloModule& module, const PrintOptions& o) {
                     FrontendAttributesString(module.frontend_attributes()));
   }
   out += "\n";
+  // Computations printed as an async op's sugar are not printed again
+  // (unless something else calls them).
+  std::set<const HloComputation*> sugared, called;
   for (const auto& comp : module.computations()) {
+    for (const auto& x : comp->instructions()) {
+      if (x->opcode() == HloOpcode::kAsyncStart && SugarWrapped(*x) != nullptr) {
+        sugared.insert(x->called_computations()[0]);
+      } else if (!IsAsyncOpcode(x->opcode())) {
+        called.insert(x->called_computations().begin(), x->called_computations().end());
+      }
+    }
+  }
+  for (const auto& comp : module.computations()) {
+    if (sugared.count(comp.get()) && !called.count(comp.get())) continue;
     absl::StrAppend(&out, "\n", PrintComputation(*comp, o), "\n");
   }
   return out;

@@ -83,6 +83,11 @@ absl::StatusOr<bool> StartCollective(ExecContext& ctx, const HloInstruction& ins
                                      const std::vector<void*>& out, PendingCollective* pending,
                                      CollectiveDone done) {
   const HloOpcode op = instr.opcode();
+  if (!instr.attrs().permute_slice_sizes.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "%", instr.name(), ": in-place collective-permute (slice_sizes=) is not supported "
+        "by the emulator"));
+  }
   *pending = PendingCollective();
   CollectiveCall call;
   call.device = ctx.device_index;

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/proto/proto_io.h"
+#include "hlo/analysis/async_lowering.h"
 #include "hlo/analysis/call_inliner.h"
 #include "hlo/spmd/global_program.h"
 #include "hlo/ir/status_macros.h"
@@ -136,6 +137,7 @@ absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filen
     s = hlo::LowerGlobalProgram(module);
     changed = true;
   }
+  if (s.ok()) changed |= hlo::LowerAsyncPairs(module) > 0;
   if (s.ok()) changed |= hlo::InlineCalls(module) > 0;
   if (s.ok() && changed) s = hlo::VerifyModule(*module);
   if (!s.ok()) {

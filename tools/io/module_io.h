@@ -34,7 +34,8 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> LoadModuleFile(
     const std::string& path, ModuleFormat format = ModuleFormat::kAuto);
 
 // For `run` and `memory`: a global SPMD program (hlo::IsGlobalProgram) is
-// rewritten by hlo::LowerGlobalProgram, calls are inlined
+// rewritten by hlo::LowerGlobalProgram, async start/done pairs become their
+// synchronous ops (hlo::LowerAsyncPairs), calls are inlined
 // (hlo::InlineCalls), and the module is re-verified. Errors name the file.
 absl::Status PrepareForExecution(hlo::HloModule* module, absl::string_view filename);
 
