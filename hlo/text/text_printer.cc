@@ -450,6 +450,8 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kAllToAll:
     case O::kAllReduceStart:
     case O::kAllGatherStart:
+    case O::kCollectiveBroadcast:
+    case O::kRaggedAllToAll:
       if (a.channel_id) add("channel_id=", *a.channel_id);
       add("replica_groups=", ReplicaGroupsString(a.replica_groups));
       if (a.constrain_layout) add("constrain_layout=true");
