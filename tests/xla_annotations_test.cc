@@ -91,6 +91,16 @@ TEST(XlaAnnotations, KeptThroughTextAndProto) {
   }
 }
 
+// As XLA: a stack_frame_id without its frame in the index is dropped.
+TEST(XlaAnnotations, StackFrameIdWithoutAFrameIsDropped) {
+  auto m = ParseHloText(
+      "HloModule m\nENTRY e { ROOT c = s32[] constant(1), metadata={op_name=\"a\" "
+      "stack_frame_id=3} }");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->entry()->root()->metadata().stack_frame_id, 0);
+  EXPECT_NE(PrintModule(**m).find("metadata={op_name=\"a\"}"), std::string::npos);
+}
+
 struct BadCase {
   const char* name;
   const char* text;
@@ -135,9 +145,6 @@ TEST(XlaAnnotations, MalformedOnesAreRejected) {
       {"StatisticsWithoutIndex",
        "ENTRY e { ROOT c = s32[] constant(1), statistics={stat-1=3} }",
        "visualizing_index"},
-      {"StackFrameOutOfRange",
-       "ENTRY e { ROOT c = s32[] constant(1), metadata={stack_frame_id=3} }",
-       "stack-frame index"},
   };
   const BadCase bad_header[] = {
       {"DonorIndexNotANumber", "HloModule m, buffer_donor={ (0, {0, a}) }\n", "expected"},

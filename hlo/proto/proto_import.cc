@@ -613,6 +613,14 @@ absl::Status Importer::ImportModuleFields(const xla::HloModuleProto& proto,
     if (!ok) return Invalid("stack_frame_index", "an id points outside its table");
     *module->mutable_stack_frame_index() = std::move(sf);
   }
+  // As XLA's text form: a stack_frame_id without its frame is dropped.
+  const int64_t frames = static_cast<int64_t>(module->stack_frame_index().frames.size());
+  for (const auto& c : module->computations()) {
+    for (const auto& x : c->instructions()) {
+      const int32_t id = x->metadata().stack_frame_id;
+      if (id < 0 || id > frames) x->mutable_metadata()->stack_frame_id = 0;
+    }
+  }
   // See proto_export.cc: the static device assignment carries the replica and
   // partition counts. Its placement itself is not kept.
   if (proto.has_device_assignment()) {

@@ -295,13 +295,7 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
                                         " entries but the parameter has ", LeafCount(shape),
                                         " leaf buffers"));
   }
-  const int64_t frames = static_cast<int64_t>(parser_.module_.stack_frames.frames.size());
-  if (pi.metadata.stack_frame_id < 0 || pi.metadata.stack_frame_id > frames) {
-    return parser_.ErrorAt(pi.name_loc, absl::StrCat("metadata stack_frame_id=",
-                                                     pi.metadata.stack_frame_id,
-                                                     " is not in the stack-frame index (",
-                                                     frames, " frames)"));
-  }
+
   std::unique_ptr<HloInstruction> instr;
   switch (pi.opcode) {
     case HloOpcode::kParameter:
@@ -321,6 +315,11 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
   *instr->mutable_attrs() = std::move(attrs);
   instr->set_name(pi.name);
   *instr->mutable_metadata() = pi.metadata;
+  // XLA keeps a stack_frame_id only when the module's index has that frame.
+  const int64_t frames = static_cast<int64_t>(parser_.module_.stack_frames.frames.size());
+  if (pi.metadata.stack_frame_id < 0 || pi.metadata.stack_frame_id > frames) {
+    instr->mutable_metadata()->stack_frame_id = 0;
+  }
   *instr->mutable_frontend_attributes() = pi.frontend_attributes;
   instr->set_sharding(pi.sharding);
   return instr;
