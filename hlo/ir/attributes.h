@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "hlo/ir/attributes_xla.h"
 
 namespace tpuoff::hlo {
 
@@ -157,10 +158,14 @@ struct OpMetadata {
   std::string op_name;
   std::string source_file;
   int32_t source_line = 0;
-  bool empty() const {
-    return op_type.empty() && op_name.empty() && source_file.empty() &&
-           source_line == 0;
-  }
+  int32_t source_end_line = 0;
+  int32_t source_column = 0;
+  int32_t source_end_column = 0;
+  std::vector<int64_t> profile_type;  // ProfileType values
+  std::string deduplicated_name;
+  std::string scheduling_name;
+  int32_t stack_frame_id = 0;
+  bool empty() const { return *this == OpMetadata{}; }
   bool operator==(const OpMetadata&) const = default;
 };
 
@@ -223,6 +228,14 @@ struct HloAttributes {
   bool is_host_transfer = false;
   // copy-start: which cross-program prefetch it is.
   std::optional<int64_t> cross_program_prefetch_index;
+  // parameter: replication per leaf buffer (empty: not given).
+  std::vector<bool> parameter_replication;
+  // call: a composite (its frontend attributes name it).
+  bool is_composite = false;
+  // Unary transcendental ops: the accuracy asked for.
+  ResultAccuracy result_accuracy;
+  // Any instruction: statistics for visualisation.
+  StatisticsViz statistics;
   bool operator==(const HloAttributes&) const = default;
 };
 

@@ -54,6 +54,16 @@ class HloModule {
   void set_num_partitions(int64_t n) { num_partitions_ = n; }
   int64_t replica_count() const { return replica_count_; }
   void set_replica_count(int64_t n) { replica_count_ = n; }
+  // `is_scheduled=true`: the instruction order of each computation is its
+  // schedule (the proto carries it as HloScheduleProto).
+  bool is_scheduled() const { return is_scheduled_; }
+  void set_is_scheduled(bool v) { is_scheduled_ = v; }
+  // Entry parameter buffers the caller donates (`buffer_donor=`).
+  const std::vector<BufferDonor>& buffer_donors() const { return donors_; }
+  std::vector<BufferDonor>* mutable_buffer_donors() { return &donors_; }
+  const StackFrameIndex& stack_frame_index() const { return stack_frames_; }
+  StackFrameIndex* mutable_stack_frame_index() { return &stack_frames_; }
+
   const std::vector<InputOutputAlias>& input_output_aliases() const {
     return aliases_;
   }
@@ -81,6 +91,9 @@ class HloModule {
   int64_t num_partitions_ = 1;
   int64_t replica_count_ = 1;
   std::vector<InputOutputAlias> aliases_;
+  std::vector<BufferDonor> donors_;
+  bool is_scheduled_ = false;
+  StackFrameIndex stack_frames_;
   std::optional<std::vector<Shape>> entry_param_layouts_;
   Shape entry_result_layout_;
   int64_t next_unique_id_ = 1;

@@ -200,6 +200,12 @@ absl::StatusOr<Shape> InferShapeExtra(HloOpcode op, Span operands, const HloAttr
                                       const Shape* declared) {
   if (TakesDeclaredShape(op)) {
     if (declared == nullptr || !declared->IsValid()) return Err(op, "result shape must be given");
+    if (op == HloOpcode::kInfeed && (!declared->IsTuple() || declared->tuple_size() == 0)) {
+      return Err(op, "infeed must have a non-empty tuple shape (data, token)");
+    }
+    if (op == HloOpcode::kDynamicReshape && operands.empty()) {
+      return Err(op, "needs at least one operand");
+    }
     return *declared;
   }
   switch (op) {

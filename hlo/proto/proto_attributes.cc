@@ -335,6 +335,13 @@ void MetadataToProto(const OpMetadata& m, xla::OpMetadata* proto) {
   proto->set_op_name(m.op_name);
   proto->set_source_file(m.source_file);
   proto->set_source_line(m.source_line);
+  proto->set_source_end_line(m.source_end_line);
+  proto->set_source_column(m.source_column);
+  proto->set_source_end_column(m.source_end_column);
+  for (int64_t t : m.profile_type) proto->add_profile_type(static_cast<int32_t>(t));
+  proto->set_deduplicated_name(m.deduplicated_name);
+  proto->set_scheduling_name(m.scheduling_name);
+  proto->set_stack_frame_id(m.stack_frame_id);
 }
 
 OpMetadata MetadataFromProto(const xla::OpMetadata& proto) {
@@ -343,6 +350,13 @@ OpMetadata MetadataFromProto(const xla::OpMetadata& proto) {
   m.op_name = proto.op_name();
   m.source_file = proto.source_file();
   m.source_line = proto.source_line();
+  m.source_end_line = proto.source_end_line();
+  m.source_column = proto.source_column();
+  m.source_end_column = proto.source_end_column();
+  m.profile_type.assign(proto.profile_type().begin(), proto.profile_type().end());
+  m.deduplicated_name = proto.deduplicated_name();
+  m.scheduling_name = proto.scheduling_name();
+  m.stack_frame_id = proto.stack_frame_id();
   return m;
 }
 

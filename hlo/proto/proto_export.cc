@@ -98,6 +98,7 @@ class Exporter {
 
   const HloModule& module_;
   absl::flat_hash_map<const HloComputation*, int64_t> comp_ids_;
+  xla::HloScheduleProto* schedule_ = nullptr;  // scheduled modules
   absl::flat_hash_map<const HloInstruction*, int64_t> instr_ids_;
   int64_t next_instr_id_ = 1;
 };
@@ -132,6 +133,7 @@ absl::StatusOr<xla::HloModuleProto> Exporter::Run() {
 
   xla::HloModuleProto proto;
   proto.set_name(module_.name());
+  if (module_.is_scheduled()) schedule_ = proto.mutable_schedule();
   for (const HloComputation* c : order) {
     RETURN_IF_ERROR(ExportComputation(*c, proto.add_computations()));
   }
@@ -179,6 +181,11 @@ absl::Status Exporter::ExportComputation(const HloComputation& comp,
         return absl::StrCat(Where(comp, i), " (through operands and control predecessors)");
       }));
   for (const HloInstruction* i : order) instr_ids_[i] = next_instr_id_++;
+  // A scheduled module's order is its schedule (HloScheduleProto).
+  if (module_.is_scheduled()) {
+    auto& seq = (*schedule_->mutable_sequences())[comp_ids_.at(&comp)];
+    for (const HloInstruction* i : order) seq.add_instruction_ids(instr_ids_.at(i));
+  }
   for (const HloInstruction* i : order) {
     RETURN_IF_ERROR(ExportInstruction(comp, *i, proto->add_instructions()));
   }
@@ -249,6 +256,29 @@ absl::Status Exporter::ExportInstruction(const HloComputation& comp,
     for (int64_t s : sizes) p->add_dynamic_slice_sizes(s);
   }
   if (a.is_host_transfer) p->set_is_host_transfer(true);
+  if (!a.parameter_replication.empty()) {
+    for (bool b : a.parameter_replication) {
+      p->mutable_parameter_replication()->add_replicated_at_leaf_buffers(b);
+    }
+  }
+  if (a.is_composite) p->set_is_composite(true);
+  if (!a.statistics.empty()) {
+    auto* s = p->mutable_statistics_viz();
+    s->set_stat_index_to_visualize(a.statistics.visualizing_index);
+    for (const auto& [name, v] : a.statistics.statistics) {
+      auto* st = s->add_statistics();
+      st->set_stat_name(name);
+      st->set_stat_val(v);
+    }
+  }
+  if (a.result_accuracy.highest) {
+    p->mutable_result_accuracy()->set_mode(xla::ResultAccuracy::HIGHEST);
+  } else if (a.result_accuracy.has_tolerance) {
+    auto* t = p->mutable_result_accuracy()->mutable_tolerance();
+    t->set_atol(a.result_accuracy.atol);
+    t->set_rtol(a.result_accuracy.rtol);
+    t->set_ulps(a.result_accuracy.ulps);
+  }
   if (a.cross_program_prefetch_index) {
     p->set_cross_program_prefetch_index(static_cast<int32_t>(*a.cross_program_prefetch_index));
   }
@@ -392,6 +422,31 @@ absl::Status Exporter::ExportModuleFields(xla::HloModuleProto* proto) {
   if (!module_.frontend_attributes().empty()) {
     FrontendAttributesToProto(module_.frontend_attributes(),
                               proto->mutable_frontend_attributes());
+  }
+  for (const BufferDonor& d : module_.buffer_donors()) {
+    auto* e = proto->mutable_buffer_donor()->add_entries();
+    e->set_parameter_number(d.parameter_number);
+    for (int64_t x : d.parameter_index) e->add_parameter_shape_index(x);
+  }
+  const StackFrameIndex& sf = module_.stack_frame_index();
+  if (!sf.empty()) {
+    auto* s = proto->mutable_stack_frame_index();
+    for (const std::string& n : sf.file_names) s->add_file_names(n);
+    for (const std::string& n : sf.function_names) s->add_function_names(n);
+    for (const auto& l : sf.file_locations) {
+      auto* pl = s->add_file_locations();
+      pl->set_file_name_id(l.file_name_id);
+      pl->set_function_name_id(l.function_name_id);
+      pl->set_line(l.line);
+      pl->set_end_line(l.end_line);
+      pl->set_column(l.column);
+      pl->set_end_column(l.end_column);
+    }
+    for (const auto& f : sf.frames) {
+      auto* pf = s->add_stack_frames();
+      pf->set_file_location_id(f.file_location_id);
+      pf->set_parent_frame_id(f.parent_frame_id);
+    }
   }
   // replica_count / num_partitions are compile options in XLA, not module
   // fields. The one module field that carries them is the static device

@@ -197,6 +197,33 @@ absl::Status Importer::ImportAttributes(const xla::HloInstructionProto& p, HloOp
                                   p.dynamic_slice_sizes().end());
   }
   a->is_host_transfer = p.is_host_transfer();
+  a->parameter_replication.assign(p.parameter_replication().replicated_at_leaf_buffers().begin(),
+                                  p.parameter_replication().replicated_at_leaf_buffers().end());
+  a->is_composite = p.is_composite();
+  a->statistics.visualizing_index = p.statistics_viz().stat_index_to_visualize();
+  for (const auto& st : p.statistics_viz().statistics()) {
+    a->statistics.statistics.emplace_back(st.stat_name(), st.stat_val());
+  }
+  if (p.has_result_accuracy()) {
+    const auto& r = p.result_accuracy();
+    if (r.has_tolerance()) {
+      const auto& t = r.tolerance();
+      if (!(t.atol() >= 0) || !(t.rtol() >= 0) || t.ulps() < 0) {
+        return Invalid(where, "result_accuracy tolerances must be >= 0");
+      }
+      a->result_accuracy.has_tolerance = true;
+      a->result_accuracy.atol = t.atol();
+      a->result_accuracy.rtol = t.rtol();
+      a->result_accuracy.ulps = t.ulps();
+    } else if (r.mode() == xla::ResultAccuracy::HIGHEST) {
+      a->result_accuracy.highest = true;
+    } else if (r.mode() != xla::ResultAccuracy::DEFAULT) {
+      return Invalid(where, "unknown result_accuracy mode");
+    }
+    if (!a->result_accuracy.IsDefault() && !OpcodeTakesResultAccuracy(op)) {
+      return Invalid(where, "result_accuracy on an op that takes none");
+    }
+  }
   if (p.optional_cross_program_prefetch_index_case() ==
       xla::HloInstructionProto::kCrossProgramPrefetchIndex) {
     a->cross_program_prefetch_index = p.cross_program_prefetch_index();
@@ -549,6 +576,50 @@ absl::Status Importer::ImportModuleFields(const xla::HloModuleProto& proto,
   if (proto.has_frontend_attributes()) {
     *module->mutable_frontend_attributes() =
         FrontendAttributesFromProto(proto.frontend_attributes());
+  }
+  // The instruction order imported is the proto's, which for XLA's
+  // scheduled modules is the schedule's.
+  module->set_is_scheduled(proto.has_schedule());
+  for (int i = 0; i < proto.buffer_donor().entries_size(); ++i) {
+    const auto& e = proto.buffer_donor().entries(i);
+    BufferDonor d;
+    d.parameter_number = e.parameter_number();
+    d.parameter_index.assign(e.parameter_shape_index().begin(), e.parameter_shape_index().end());
+    if (d.parameter_number < 0 || d.parameter_number >= entry.num_parameters() ||
+        !IsValidShapeIndex(entry.parameter(d.parameter_number)->shape(), d.parameter_index)) {
+      return Invalid(absl::StrCat("buffer_donor.entries[", i, "]"),
+                     "names a missing entry parameter buffer");
+    }
+    module->mutable_buffer_donors()->push_back(std::move(d));
+  }
+  if (proto.has_stack_frame_index()) {
+    const auto& s = proto.stack_frame_index();
+    StackFrameIndex sf;
+    sf.file_names.assign(s.file_names().begin(), s.file_names().end());
+    sf.function_names.assign(s.function_names().begin(), s.function_names().end());
+    auto in = [](int32_t id, int n) { return id >= 0 && id <= n; };
+    bool ok = true;
+    for (const auto& l : s.file_locations()) {
+      sf.file_locations.push_back({l.file_name_id(), l.function_name_id(), l.line(),
+                                   l.end_line(), l.column(), l.end_column()});
+      ok &= in(l.file_name_id(), s.file_names_size()) &&
+            in(l.function_name_id(), s.function_names_size());
+    }
+    for (const auto& f : s.stack_frames()) {
+      sf.frames.push_back({f.file_location_id(), f.parent_frame_id()});
+      ok &= in(f.file_location_id(), s.file_locations_size()) &&
+            in(f.parent_frame_id(), s.stack_frames_size());
+    }
+    if (!ok) return Invalid("stack_frame_index", "an id points outside its table");
+    *module->mutable_stack_frame_index() = std::move(sf);
+  }
+  // As XLA's text form: a stack_frame_id without its frame is dropped.
+  const int64_t frames = static_cast<int64_t>(module->stack_frame_index().frames.size());
+  for (const auto& c : module->computations()) {
+    for (const auto& x : c->instructions()) {
+      const int32_t id = x->metadata().stack_frame_id;
+      if (id < 0 || id > frames) x->mutable_metadata()->stack_frame_id = 0;
+    }
   }
   // See proto_export.cc: the static device assignment carries the replica and
   // partition counts. Its placement itself is not kept.

@@ -71,20 +71,9 @@ absl::Status TextParser::ParseModule() {
     }
     RETURN_IF_ERROR(ParseHeaderAttribute());
   }
-  // Newer XLA prints a stack-frame index (FileNames, FunctionNames,
-  // FileLocations, StackFrames tables) before the computations; it only
-  // serves metadata, which keeps source_file/source_line itself.
-  if (AtIdent("FileNames")) {
-    while (At(TokKind::kInt) || At(TokKind::kString) || At(TokKind::kLbrace) ||
-           AtIdent("FileNames") || AtIdent("FunctionNames") || AtIdent("FileLocations") ||
-           AtIdent("StackFrames")) {
-      if (At(TokKind::kLbrace)) {
-        RETURN_IF_ERROR(SkipValue());
-      } else {
-        lexer_.Next();
-      }
-    }
-  }
+  // Newer XLA prints a stack-frame index before the computations.
+  module_.stack_frames_loc = Loc();
+  RETURN_IF_ERROR(ParseStackFrameIndex());
   do {
     RETURN_IF_ERROR(ParseComputation());
   } while (!At(TokKind::kEof));
@@ -113,15 +102,20 @@ absl::Status TextParser::ParseHeaderAttribute() {
     (name == "num_partitions" ? module_.num_partitions : module_.replica_count) = n;
     return absl::OkStatus();
   }
-  if (name == "is_scheduled" || name == "alias_passthrough_params") {
+  if (name == "is_scheduled") return ParseBool(&module_.is_scheduled);
+  if (name == "buffer_donor") {
+    module_.buffer_donor_loc = loc;
+    return ParseBufferDonors();
+  }
+  if (name == "alias_passthrough_params") {
     bool ignored = false;
     return ParseBool(&ignored);
   }
-  // Compilation hints for XLA's partitioner and buffer reuse: they do not
-  // change what the module computes.
+  // Compilation hints for XLA's partitioner: they do not change what the
+  // module computes (not kept).
   if (name == "allow_spmd_sharding_propagation_to_output" ||
       name == "allow_spmd_sharding_propagation_to_parameters" ||
-      name == "buffer_donor" || name == "origin_recovery_table") {
+      name == "origin_recovery_table") {
     return SkipValue();
   }
   return Unsupported(loc, absl::StrCat("module attribute ", name, " is not supported"));
@@ -168,6 +162,23 @@ absl::Status TextParser::ParseInputOutputAlias() {
     if (!Eat(TokKind::kComma)) break;
   }
   return Expect(TokKind::kRbrace, "to end input_output_alias");
+}
+
+// `{ (0, {}), (1, {0}) }`: parameter number and shape index, each checked
+// against the entry computation when the module is built.
+absl::Status TextParser::ParseBufferDonors() {
+  RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start buffer_donor"));
+  if (Eat(TokKind::kRbrace)) return absl::OkStatus();
+  do {
+    BufferDonor d;
+    RETURN_IF_ERROR(Expect(TokKind::kLparen, "before a buffer donor (param, {index})"));
+    RETURN_IF_ERROR(ParseDimValue(&d.parameter_number));
+    RETURN_IF_ERROR(Expect(TokKind::kComma, "after the donor's parameter number"));
+    RETURN_IF_ERROR(ParseDimList(&d.parameter_index));
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "after a buffer donor"));
+    module_.buffer_donors.push_back(std::move(d));
+  } while (Eat(TokKind::kComma));
+  return Expect(TokKind::kRbrace, "to end buffer_donor");
 }
 
 absl::Status TextParser::ParseComputation() {

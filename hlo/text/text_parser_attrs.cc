@@ -312,13 +312,26 @@ absl::Status TextParser::ParseMetadata(OpMetadata* metadata) {
       RETURN_IF_ERROR(ParseString(&metadata->op_name));
     } else if (field == "source_file") {
       RETURN_IF_ERROR(ParseString(&metadata->source_file));
-    } else if (field == "source_line") {
-      int64_t line = 0;
-      RETURN_IF_ERROR(ParseInt64(&line));
-      if (line < INT32_MIN || line > INT32_MAX) return ErrorAt(loc, "source_line is out of range");
-      metadata->source_line = static_cast<int32_t>(line);
+    } else if (field == "deduplicated_name") {
+      RETURN_IF_ERROR(ParseString(&metadata->deduplicated_name));
+    } else if (field == "scheduling_name") {
+      RETURN_IF_ERROR(ParseString(&metadata->scheduling_name));
+    } else if (field == "profile_type") {
+      RETURN_IF_ERROR(ParseDimList(&metadata->profile_type));
+    } else if (field == "source_line" || field == "source_end_line" ||
+               field == "source_column" || field == "source_end_column" ||
+               field == "stack_frame_id") {
+      int64_t v = 0;
+      RETURN_IF_ERROR(ParseInt64(&v));
+      if (v < INT32_MIN || v > INT32_MAX) return ErrorAt(loc, field + " is out of range");
+      const int32_t n = static_cast<int32_t>(v);
+      if (field == "source_line") metadata->source_line = n;
+      if (field == "source_end_line") metadata->source_end_line = n;
+      if (field == "source_column") metadata->source_column = n;
+      if (field == "source_end_column") metadata->source_end_column = n;
+      if (field == "stack_frame_id") metadata->stack_frame_id = n;
     } else {
-      // source_column, stack_frame_id, deduplicated_name, ...: informational.
+      // Fields of newer XLA not kept here.
       RETURN_IF_ERROR(SkipValue());
     }
   }
@@ -493,10 +506,36 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     lexer_.Next();
     return ParseNameList(&instr->control_predecessors);
   }
+  if (name == "statistics") {
+    lexer_.Next();
+    return ParseStatistics(&a.statistics);
+  }
+  if (name == "result_accuracy") {
+    if (!OpcodeTakesResultAccuracy(op)) {
+      return ErrorAt(loc, absl::StrCat("attribute result_accuracy does not apply to ",
+                                       HloOpcodeString(op)));
+    }
+    lexer_.Next();
+    return ParseResultAccuracy(&a.result_accuracy);
+  }
+  if (name == "parameter_replication") {
+    RETURN_IF_ERROR(only({O::kParameter}));
+    RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start parameter_replication"));
+    if (!At(TokKind::kRbrace)) {
+      do {
+        bool b = false;
+        RETURN_IF_ERROR(ParseBool(&b));
+        a.parameter_replication.push_back(b);
+      } while (Eat(TokKind::kComma));
+    }
+    return Expect(TokKind::kRbrace, "to end parameter_replication");
+  }
+  if (name == "is_composite") {
+    RETURN_IF_ERROR(only({O::kCall}));
+    return ParseBool(&a.is_composite);
+  }
   // Hints that do not change what is computed: dropped.
-  if (name == "statistics" || name == "origin" || name == "result_accuracy" ||
-      name == "inferred_dimension" || name == "parameter_replication" ||
-      name == "mode" || name == "is_composite") {
+  if (name == "origin" || name == "inferred_dimension" || name == "mode") {
     lexer_.Next();
     return SkipValue();
   }

@@ -287,6 +287,15 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
     }
   }
   RETURN_IF_ERROR(CheckSharding(pi, shape));
+  if (!attrs.parameter_replication.empty() &&
+      static_cast<int64_t>(attrs.parameter_replication.size()) != LeafCount(shape)) {
+    return parser_.ErrorAt(pi.opcode_loc,
+                           absl::StrCat("parameter_replication has ",
+                                        attrs.parameter_replication.size(),
+                                        " entries but the parameter has ", LeafCount(shape),
+                                        " leaf buffers"));
+  }
+
   std::unique_ptr<HloInstruction> instr;
   switch (pi.opcode) {
     case HloOpcode::kParameter:
@@ -306,6 +315,11 @@ absl::StatusOr<std::unique_ptr<HloInstruction>> ComputationBuilder::BuildInstruc
   *instr->mutable_attrs() = std::move(attrs);
   instr->set_name(pi.name);
   *instr->mutable_metadata() = pi.metadata;
+  // XLA keeps a stack_frame_id only when the module's index has that frame.
+  const int64_t frames = static_cast<int64_t>(parser_.module_.stack_frames.frames.size());
+  if (pi.metadata.stack_frame_id < 0 || pi.metadata.stack_frame_id > frames) {
+    instr->mutable_metadata()->stack_frame_id = 0;
+  }
   *instr->mutable_frontend_attributes() = pi.frontend_attributes;
   instr->set_sharding(pi.sharding);
   return instr;
@@ -476,6 +490,30 @@ absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Build() {
       return ErrorAt(a.loc, "input_output_alias names a missing output or parameter");
     }
     module->mutable_input_output_aliases()->push_back(alias);
+  }
+  for (const BufferDonor& d : module_.buffer_donors) {
+    if (d.parameter_number < 0 || d.parameter_number >= entry_comp.num_parameters() ||
+        Subshape(entry_comp.parameter(d.parameter_number)->shape(), d.parameter_index) ==
+            nullptr) {
+      return ErrorAt(module_.buffer_donor_loc, "buffer_donor names a missing parameter buffer");
+    }
+  }
+  *module->mutable_buffer_donors() = module_.buffer_donors;
+  module->set_is_scheduled(module_.is_scheduled);
+  {  // Every id of the stack-frame index points into its table (0: none).
+    const StackFrameIndex& s = module_.stack_frames;
+    auto in = [](int32_t id, size_t n) { return id >= 0 && static_cast<size_t>(id) <= n; };
+    bool ok = true;
+    for (const auto& l : s.file_locations) {
+      ok &= in(l.file_name_id, s.file_names.size()) &&
+            in(l.function_name_id, s.function_names.size());
+    }
+    for (const auto& f : s.frames) {
+      ok &= in(f.file_location_id, s.file_locations.size()) &&
+            in(f.parent_frame_id, s.frames.size());
+    }
+    if (!ok) return ErrorAt(module_.stack_frames_loc, "stack-frame index id out of range");
+    *module->mutable_stack_frame_index() = s;
   }
   *module->mutable_frontend_attributes() = module_.frontend_attributes;
   module->set_num_partitions(module_.num_partitions);

@@ -90,6 +90,11 @@ struct ParsedModule {
   FrontendAttributes frontend_attributes;
   int64_t num_partitions = 1;
   int64_t replica_count = 1;
+  bool is_scheduled = false;
+  std::vector<BufferDonor> buffer_donors;
+  size_t buffer_donor_loc = 0;
+  StackFrameIndex stack_frames;
+  size_t stack_frames_loc = 0;
   std::vector<ParsedComputation> computations;
 };
 
@@ -150,6 +155,10 @@ class TextParser {
   // `{size=1x32 stride=1x32 pad=0_0x10_10 ...}` (text_parser_window.cc).
   absl::Status ParseWindow(std::vector<WindowDimension>* window);
   absl::Status ParsePrecisionList(std::vector<std::string>* precisions);
+  // `{mode=highest}` / `{tolerance={atol=..,rtol=..,ulps=..}}`.
+  absl::Status ParseResultAccuracy(ResultAccuracy* accuracy);
+  // `{visualizing_index=1,stat-1=33}`.
+  absl::Status ParseStatistics(StatisticsViz* statistics);
   absl::Status ParseNameList(std::vector<NameRef>* names);
   absl::Status ParseComputationRef(NameRef* ref);
   // Skips one attribute value whose meaning we drop (balanced brackets).
@@ -164,6 +173,9 @@ class TextParser {
   absl::Status ParseHeaderAttribute();
   absl::Status ParseEntryComputationLayout();
   absl::Status ParseInputOutputAlias();
+  absl::Status ParseBufferDonors();
+  // FileNames / FunctionNames / FileLocations / StackFrames tables.
+  absl::Status ParseStackFrameIndex();
   absl::Status ParseComputation();
   absl::Status ParseInstruction(ParsedComputation* computation);
   absl::Status ParseOperands(ParsedInstruction* instr);

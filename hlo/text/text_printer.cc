@@ -265,7 +265,42 @@ std::string MetadataString(const OpMetadata& m) {
     parts.push_back(absl::StrCat("source_file=", Quoted(m.source_file)));
   }
   if (m.source_line != 0) parts.push_back(absl::StrCat("source_line=", m.source_line));
+  if (m.source_end_line != 0) parts.push_back(absl::StrCat("source_end_line=", m.source_end_line));
+  if (m.source_column != 0) parts.push_back(absl::StrCat("source_column=", m.source_column));
+  if (m.source_end_column != 0) {
+    parts.push_back(absl::StrCat("source_end_column=", m.source_end_column));
+  }
+  if (!m.profile_type.empty()) {
+    parts.push_back(absl::StrCat("profile_type={", absl::StrJoin(m.profile_type, ","), "}"));
+  }
+  if (!m.deduplicated_name.empty()) {
+    parts.push_back(absl::StrCat("deduplicated_name=", Quoted(m.deduplicated_name)));
+  }
+  if (!m.scheduling_name.empty()) {
+    parts.push_back(absl::StrCat("scheduling_name=", Quoted(m.scheduling_name)));
+  }
+  if (m.stack_frame_id != 0) parts.push_back(absl::StrCat("stack_frame_id=", m.stack_frame_id));
   return absl::StrCat("{", absl::StrJoin(parts, " "), "}");
+}
+
+// A double with the fewest digits that read back the same.
+std::string DoubleString(double v) {
+  return ShortestFloat(v, 17, [v](double back) { return back == v; });
+}
+
+// `{mode=highest}` or `{tolerance={atol=1,rtol=0.5,ulps=2}}`, as XLA.
+std::string ResultAccuracyString(const ResultAccuracy& r) {
+  if (r.highest) return "{mode=highest}";
+  return absl::StrCat("{tolerance={atol=", DoubleString(r.atol), ",rtol=",
+                      DoubleString(r.rtol), ",ulps=", r.ulps, "}}");
+}
+
+std::string StatisticsString(const StatisticsViz& s) {
+  std::string out = absl::StrCat("{visualizing_index=", s.visualizing_index);
+  for (const auto& [name, v] : s.statistics) {
+    absl::StrAppend(&out, ",", name, "=", DoubleString(v));
+  }
+  return out + "}";
 }
 
 // A string attribute value; JSON-like dicts print unquoted, as XLA does.
@@ -401,6 +436,13 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       if (a.unique_indices) add("unique_indices=true");
       break;
     case O::kGetTupleElement: add("index=", a.tuple_index); break;
+    case O::kParameter:
+      if (!a.parameter_replication.empty()) {
+        std::vector<std::string> v;
+        for (bool b : a.parameter_replication) v.push_back(b ? "true" : "false");
+        add("parameter_replication={", absl::StrJoin(v, ","), "}");
+      }
+      break;
     case O::kFusion: add("kind=", FusionKindString(a.fusion_kind)); break;
     case O::kAllReduce:
     case O::kAllGather:
@@ -408,6 +450,8 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kAllToAll:
     case O::kAllReduceStart:
     case O::kAllGatherStart:
+    case O::kCollectiveBroadcast:
+    case O::kRaggedAllToAll:
       if (a.channel_id) add("channel_id=", *a.channel_id);
       add("replica_groups=", ReplicaGroupsString(a.replica_groups));
       if (a.constrain_layout) add("constrain_layout=true");
@@ -485,6 +529,7 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kAllReduceStart:
     case O::kMap:
       add("to_apply=", comp(0));
+      if (instr.opcode() == O::kCall && a.is_composite) add("is_composite=true");
       break;
     case O::kSort:
       add("to_apply=", comp(0));
@@ -511,6 +556,32 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       break;
     default: break;
   }
+}
+
+// The stack-frame index tables, as XLA prints them before the computations.
+std::string StackFrameIndexString(const StackFrameIndex& s) {
+  if (s.empty()) return "";
+  std::string out;
+  auto names = [&](absl::string_view title, const std::vector<std::string>& v) {
+    absl::StrAppend(&out, "\n", title, "\n");
+    for (size_t i = 0; i < v.size(); ++i) absl::StrAppend(&out, i + 1, " ", Quoted(v[i]), "\n");
+  };
+  names("FileNames", s.file_names);
+  names("FunctionNames", s.function_names);
+  absl::StrAppend(&out, "\nFileLocations\n");
+  for (size_t i = 0; i < s.file_locations.size(); ++i) {
+    const auto& l = s.file_locations[i];
+    absl::StrAppend(&out, i + 1, " {file_name_id=", l.file_name_id,
+                    " function_name_id=", l.function_name_id, " line=", l.line,
+                    " end_line=", l.end_line, " column=", l.column,
+                    " end_column=", l.end_column, "}\n");
+  }
+  absl::StrAppend(&out, "\nStackFrames\n");
+  for (size_t i = 0; i < s.frames.size(); ++i) {
+    absl::StrAppend(&out, i + 1, " {file_location_id=", s.frames[i].file_location_id,
+                    " parent_frame_id=", s.frames[i].parent_frame_id, "}\n");
+  }
+  return out;
 }
 
 // The instruction an async op wraps when XLA's sugar `X-start(...)` says it
@@ -608,6 +679,13 @@ std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o)
   if (!instr.attrs().backend_config.empty()) {
     attrs.push_back(absl::StrCat("backend_config=", StringOrDict(instr.attrs().backend_config)));
   }
+  if (!instr.attrs().statistics.empty()) {
+    attrs.push_back(absl::StrCat("statistics=", StatisticsString(instr.attrs().statistics)));
+  }
+  if (!instr.attrs().result_accuracy.IsDefault()) {
+    attrs.push_back(
+        absl::StrCat("result_accuracy=", ResultAccuracyString(instr.attrs().result_accuracy)));
+  }
   for (const std::string& a : attrs) absl::StrAppend(&out, ", ", a);
   return out;
 }
@@ -636,6 +714,7 @@ std::string PrintComputation(const HloComputation& computation, const PrintOptio
 
 std::string PrintModule(const HloModule& module, const PrintOptions& o) {
   std::string out = absl::StrCat("HloModule ", ValidName(module.name()));
+  if (module.is_scheduled()) out += ", is_scheduled=true";
   if (!module.input_output_aliases().empty()) {
     std::vector<std::string> parts;
     for (const InputOutputAlias& a : module.input_output_aliases()) {
@@ -644,6 +723,13 @@ std::string PrintModule(const HloModule& module, const PrintOptions& o) {
                                    a.must_alias ? "must-alias" : "may-alias", ")"));
     }
     absl::StrAppend(&out, ", input_output_alias={ ", absl::StrJoin(parts, ", "), " }");
+  }
+  if (!module.buffer_donors().empty()) {
+    std::vector<std::string> parts;
+    for (const BufferDonor& d : module.buffer_donors()) {
+      parts.push_back(absl::StrCat("(", d.parameter_number, ", ", Braced(d.parameter_index), ")"));
+    }
+    absl::StrAppend(&out, ", buffer_donor={ ", absl::StrJoin(parts, ", "), " }");
   }
   if (module.entry() != nullptr) {
     absl::StrAppend(&out, ", entry_computation_layout=", EntryLayoutString(module));
@@ -657,6 +743,7 @@ std::string PrintModule(const HloModule& module, const PrintOptions& o) {
                     FrontendAttributesString(module.frontend_attributes()));
   }
   out += "\n";
+  out += StackFrameIndexString(module.stack_frame_index());
   // Computations printed as an async op's sugar are not printed again
   // (unless something else calls them).
   std::set<const HloComputation*> sugared, called;
