@@ -63,12 +63,14 @@ ShardingSpec SpecOf(const MeshCase& m) {
   return s;
 }
 
-bool HasVocab(const MeshCase& m) {
+bool Has(const MeshCase& m, ShardKind kind) {
   for (ShardKind k : m.kinds) {
-    if (k == ShardKind::kVocab) return true;
+    if (k == kind) return true;
   }
   return false;
 }
+
+void PrintTo(const MeshCase& m, std::ostream* os) { *os << m.label; }
 
 // Runs `spec` (sharded as `sharding` unless it is null) on global arguments:
 // `extra` by name, the rest DIR/<name>.npy.
@@ -143,9 +145,10 @@ class MeshVectorsTest : public ::testing::TestWithParam<std::tuple<VectorCase, M
     }
   }
 
-  // fwd_bwd, then fwd followed by bwd fed with the forward's lse and logp
-  // (GRPO kernels); fwd only (entropy kernels).
-  void Check(KernelKind kind, const GrpoConfig& config, const std::string& label) {
+  // fwd_bwd (GRPO kernels), and with `split` also fwd followed by bwd fed
+  // with the forward's lse, logp and entropy; fwd only (entropy kernels).
+  void Check(KernelKind kind, const GrpoConfig& config, const std::string& label,
+             bool split = false) {
     SCOPED_TRACE(label);
     const bool entropy = IsEntropyKernel(kind);
     const KernelMode first = entropy ? KernelMode::kFwd : KernelMode::kFwdBwd;
@@ -155,11 +158,13 @@ class MeshVectorsTest : public ::testing::TestWithParam<std::tuple<VectorCase, M
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), ref->size());
     Expect(*got, *ref, label);
-    if (entropy) return;
+    if (entropy || !split) return;
     auto fwd = RunKernel({kind, KernelMode::kFwd, config}, &sharding_, case_.dir);
     ASSERT_TRUE(fwd.ok()) << fwd.status();
     Expect(*fwd, *ref, label + " fwd");
-    const Outputs saved = {{"lse", fwd->at("lse")}, {"logp", fwd->at("logp")}};
+    const Outputs saved = {{"lse", fwd->at("lse")},
+                           {"logp", fwd->at("logp")},
+                           {"entropy", fwd->at("entropy")}};
     auto bwd = RunKernel({kind, KernelMode::kBwd, config}, &sharding_, case_.dir, saved);
     ASSERT_TRUE(bwd.ok()) << bwd.status();
     ASSERT_EQ(bwd->size(), 1u);
@@ -172,16 +177,25 @@ class MeshVectorsTest : public ::testing::TestWithParam<std::tuple<VectorCase, M
   bool bf16_ = false;
 };
 
+// grpo_tiled: ragged tiles inside the (ragged) vocab shards; on seq meshes
+// the row loop too (one row per block, the collectives inside it); fwd then
+// bwd as well on the 2-D meshes. entropy_tiled; the reference kernels where
+// nothing splits the vocab.
 TEST_P(MeshVectorsTest, GrpoAndEntropy) {
+  // Small tiles, but not thousands of them for the few large vocabularies.
+  const bool large = case_.config.vocab > 64;
   GrpoConfig tiles = case_.config;
-  tiles.block_size = 8;  // ragged tiles inside the (ragged) vocab shards
-  Check(KernelKind::kGrpoTiled, tiles, "grpo_tiled block 8");
-  GrpoConfig rows = tiles;
-  rows.block_size = 3;
-  rows.time_block = 1;  // the row loop, collectives inside it
-  Check(KernelKind::kGrpoTiled, rows, "grpo_tiled block 3 time_block 1");
+  tiles.block_size = large ? 257 : 8;
+  if (Has(mesh_, ShardKind::kSeq)) {
+    tiles.block_size = large ? 257 : 3;
+    tiles.time_block = 1;
+  }
+  const std::string label =
+      absl::StrCat("grpo_tiled block ", tiles.block_size,
+                   tiles.time_block.has_value() ? " time_block 1" : "");
+  Check(KernelKind::kGrpoTiled, tiles, label, /*split=*/mesh_.mesh.size() > 1);
   Check(KernelKind::kEntropyTiled, tiles, "entropy_tiled");
-  if (!HasVocab(mesh_)) {
+  if (!Has(mesh_, ShardKind::kVocab)) {
     Check(KernelKind::kGrpoReference, case_.config, "grpo_reference");
     Check(KernelKind::kEntropyReference, case_.config, "entropy_reference");
   }
@@ -193,8 +207,15 @@ std::string MeshTestName(const ::testing::TestParamInfo<std::tuple<VectorCase, M
       std::get<1>(info.param).label);
 }
 
+// The v1 and the v2 (policy-loss variants) vectors.
+std::vector<VectorCase> CasesOf(const std::string& v1, const std::string& v2) {
+  std::vector<VectorCase> cases = testvectors::VectorCases(v1);
+  for (VectorCase& c : testvectors::VectorCases(v2)) cases.push_back(std::move(c));
+  return cases;
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, MeshVectorsTest,
-                         ::testing::Combine(::testing::ValuesIn(testvectors::VectorCases("grpo")),
+                         ::testing::Combine(::testing::ValuesIn(CasesOf("grpo", "grpo_v2")),
                                             ::testing::ValuesIn(MeshCases())),
                          MeshTestName);
 
@@ -220,7 +241,7 @@ TEST_P(MeshFusedTest, FusedLinear) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MeshFusedTest,
-    ::testing::Combine(::testing::ValuesIn(testvectors::VectorCases("grpo_fused")),
+    ::testing::Combine(::testing::ValuesIn(CasesOf("grpo_fused", "grpo_fused_v2")),
                        ::testing::Values(MeshCase{"2x4_seq_vocab", {2, 4},
                                                   {ShardKind::kSeq, ShardKind::kVocab}},
                                          MeshCase{"8_seq", {8}, {ShardKind::kSeq}},
