@@ -100,24 +100,33 @@ int64_t PositionIn(const std::vector<int64_t>& group, int64_t device) {
   return -1;
 }
 
-// Every member's outputs of leaf `l` from every member's inputs.
-void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
-                 const std::vector<std::vector<CollectiveLeaf>>& leaves, size_t l) {
+}  // namespace
+
+void PerformCollectiveLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
+                           const std::vector<const void*>& ins, const std::vector<void*>& outs) {
   const size_t g = group.size();
-  auto in = [&](size_t m) { return static_cast<const uint8_t*>(leaves[m][l].in); };
-  auto out = [&](size_t m) { return static_cast<uint8_t*>(leaves[m][l].out); };
+  auto in = [&](size_t m) { return static_cast<const uint8_t*>(ins[m]); };
+  auto out = [&](size_t m) { return static_cast<uint8_t*>(outs[m]); };
   switch (op.kind) {
     case CollectiveOp::Kind::kAllReduce: {
       const int64_t bytes = op.count * hlo::ByteWidth(op.type);
       if (bytes == 0) return;
-      std::memcpy(out(0), in(0), bytes);
-      for (size_t m = 1; m < g; ++m) CombineInto(op.type, op.reduction, in(m), out(0), op.count);
-      for (size_t m = 1; m < g; ++m) std::memcpy(out(m), out(0), bytes);
+      // Combined into the first member written here, in group order: the
+      // same bits whichever members a process holds.
+      size_t f = 0;
+      while (f < g && out(f) == nullptr) ++f;
+      if (f == g) return;
+      std::memcpy(out(f), in(0), bytes);
+      for (size_t m = 1; m < g; ++m) CombineInto(op.type, op.reduction, in(m), out(f), op.count);
+      for (size_t m = f + 1; m < g; ++m) {
+        if (out(m) != nullptr) std::memcpy(out(m), out(f), bytes);
+      }
       return;
     }
     case CollectiveOp::Kind::kAllGather:
       if (op.count == 0) return;
       for (size_t m = 0; m < g; ++m) {
+        if (out(m) == nullptr) continue;
         for (size_t i = 0; i < g; ++i) std::memcpy(out(m) + i * op.count, in(i), op.count);
       }
       return;
@@ -125,6 +134,7 @@ void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
       const int64_t bytes = op.count * hlo::ByteWidth(op.type);
       if (bytes == 0) return;
       for (size_t p = 0; p < g; ++p) {
+        if (out(p) == nullptr) continue;
         std::memcpy(out(p), in(0) + p * bytes, bytes);
         for (size_t m = 1; m < g; ++m) {
           CombineInto(op.type, op.reduction, in(m) + p * bytes, out(p), op.count);
@@ -135,6 +145,7 @@ void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
     case CollectiveOp::Kind::kAllToAll:
       if (op.count == 0) return;
       for (size_t p = 0; p < g; ++p) {
+        if (out(p) == nullptr) continue;
         for (size_t i = 0; i < g; ++i) {
           std::memcpy(out(p) + i * op.count, in(i) + p * op.count, op.count);
         }
@@ -143,6 +154,7 @@ void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
     case CollectiveOp::Kind::kCollectivePermute:
       if (op.count == 0) return;
       for (size_t t = 0; t < g; ++t) {
+        if (out(t) == nullptr) continue;
         int64_t source = -1;
         for (const auto& [s, target] : op.pairs) {
           if (target == group[t]) source = s;
@@ -158,7 +170,17 @@ void PerformLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
   }
 }
 
-}  // namespace
+int64_t CollectiveInputBytes(const CollectiveOp& op, int64_t group_size) {
+  switch (op.kind) {
+    case CollectiveOp::Kind::kAllReduce: return op.count * hlo::ByteWidth(op.type);
+    case CollectiveOp::Kind::kReduceScatter:
+      return group_size * op.count * hlo::ByteWidth(op.type);
+    case CollectiveOp::Kind::kAllGather: return op.count;
+    case CollectiveOp::Kind::kAllToAll: return group_size * op.count;
+    case CollectiveOp::Kind::kCollectivePermute: return op.count;
+  }
+  return 0;
+}
 
 absl::StatusOr<bool> InProcessCollectives::Submit(const CollectiveCall& call,
                                                   const std::vector<CollectiveOp>& ops,
@@ -205,7 +227,15 @@ absl::StatusOr<bool> InProcessCollectives::Submit(const CollectiveCall& call,
     rv = slot;  // complete: every member's data is here and stays put
     pending_.erase(key);
   }
-  for (size_t l = 0; l < rv->ops.size(); ++l) PerformLeaf(rv->ops[l], rv->group, rv->leaves, l);
+  for (size_t l = 0; l < rv->ops.size(); ++l) {
+    std::vector<const void*> ins(rv->group.size());
+    std::vector<void*> outs(rv->group.size());
+    for (size_t m = 0; m < rv->group.size(); ++m) {
+      ins[m] = rv->leaves[m][l].in;
+      outs[m] = rv->leaves[m][l].out;
+    }
+    PerformCollectiveLeaf(rv->ops[l], rv->group, ins, outs);
+  }
   for (size_t m = 0; m < rv->group.size(); ++m) {
     if (rv->group[m] != call.device && rv->done[m]) rv->done[m](absl::OkStatus());
   }

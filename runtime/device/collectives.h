@@ -156,6 +156,17 @@ class InProcessCollectives : public CollectiveBackend {
   absl::Status abort_status_;  // first failure reported through Abort
 };
 
+// Every member's outputs of one leaf from every member's inputs, as the
+// last member to arrive computes them (reductions in group order). `ins`
+// and `outs` are per member in group order; an output that is nullptr (a
+// member another process holds) is not written. Results are bit-identical
+// whichever outputs are asked for.
+void PerformCollectiveLeaf(const CollectiveOp& op, const std::vector<int64_t>& group,
+                           const std::vector<const void*>& ins, const std::vector<void*>& outs);
+
+// Bytes of one member's input of `op` in a group of `group_size`.
+int64_t CollectiveInputBytes(const CollectiveOp& op, int64_t group_size);
+
 // Combines `count` elements of `in` into `inout` (inout = inout (op) in).
 void CombineInto(hlo::PrimitiveType type, ReductionKind kind, const void* in,
                  void* inout, int64_t count);

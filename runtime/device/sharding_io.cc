@@ -134,8 +134,39 @@ void CopyPiece(const Literal& global, const HloSharding& s, const Shape& local,
 
 }  // namespace
 
+absl::StatusOr<PieceBox> PieceBoxOf(const HloSharding& s, const Shape& global,
+                                    const Shape& local, int64_t device) {
+  PieceBox box;
+  switch (s.type) {
+    case HloSharding::Type::kTiled: {
+      ASSIGN_OR_RETURN(Placement p, PlacementOf(s, global, local, device));
+      box.origin = p.origin;
+      box.extent = p.extent;
+      box.dims = local.dimensions();
+      box.padded = box.extent != box.dims;
+      return box;
+    }
+    case HloSharding::Type::kManual:
+      box.origin = StackOrigin(local.rank(), device);
+      box.extent = {1};
+      box.extent.insert(box.extent.end(), local.dimensions().begin(), local.dimensions().end());
+      box.dims = box.extent;
+      return box;
+    default:
+      box.origin.assign(global.rank(), 0);
+      box.extent = global.dimensions();
+      box.dims = global.dimensions();
+      return box;
+  }
+}
+
 absl::StatusOr<std::vector<Literal>> SplitGlobal(const Literal& global, const HloSharding& s,
-                                                 const Shape& local, int64_t num_devices) {
+                                                 const Shape& local, int64_t num_devices,
+                                                 int64_t first_device, int64_t count) {
+  if (count < 0) {
+    first_device = 0;
+    count = num_devices;
+  }
   ASSIGN_OR_RETURN(Shape expected_local, hlo::ShardShape(global.shape(), s));
   if (!expected_local.Compatible(local)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -144,21 +175,22 @@ absl::StatusOr<std::vector<Literal>> SplitGlobal(const Literal& global, const Hl
   }
   const int64_t width = hlo::ByteWidth(local.element_type());
   const Shape piece_shape(local.element_type(), local.dimensions());
-  std::vector<Placement> placements(num_devices);
+  std::vector<Placement> placements(count);
   std::vector<Literal> out;
-  for (int64_t d = 0; d < num_devices; ++d) {
+  for (int64_t i = 0; i < count; ++i) {
     bool covered = s.type != HloSharding::Type::kTiled;
     if (s.type == HloSharding::Type::kTiled) {
-      ASSIGN_OR_RETURN(placements[d], PlacementOf(s, global.shape(), local, d));
-      covered = placements[d].extent == local.dimensions();
+      ASSIGN_OR_RETURN(placements[i], PlacementOf(s, global.shape(), local, first_device + i));
+      covered = placements[i].extent == local.dimensions();
     }
     // Padding of an uneven last shard stays zero.
     out.push_back(covered ? Uninitialized(piece_shape) : Literal(piece_shape));
   }
   // Pieces are disjoint: copy them in parallel.
-  ParallelFor(MaxParallelism(), num_devices, [&](int64_t begin, int64_t end) {
-    for (int64_t d = begin; d < end; ++d) CopyPiece(global, s, local, placements[d], d, width,
-                                                   &out[d]);
+  ParallelFor(MaxParallelism(), count, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      CopyPiece(global, s, local, placements[i], first_device + i, width, &out[i]);
+    }
   });
   return out;
 }
@@ -252,14 +284,19 @@ absl::StatusOr<Literal> AssembleGlobal(absl::Span<const Literal* const> per_devi
 }
 
 absl::StatusOr<std::vector<std::vector<Literal>>> SplitArguments(
-    const hlo::PartitionedSignature& sig, absl::Span<const Literal> global_args) {
+    const hlo::PartitionedSignature& sig, absl::Span<const Literal> global_args,
+    int64_t first, int64_t count) {
+  if (count < 0) {
+    first = 0;
+    count = sig.num_devices;
+  }
   const size_t num_params = sig.global_parameters.size();
   if (global_args.size() != num_params) {
     return absl::InvalidArgumentError(absl::StrCat("expected ", num_params,
                                                    " global arguments, got ",
                                                    global_args.size()));
   }
-  std::vector<std::vector<Literal>> per_device(sig.num_devices);
+  std::vector<std::vector<Literal>> per_device(count);
   for (size_t i = 0; i < num_params; ++i) {
     const Shape& want = sig.global_parameters[i];
     const Shape& got = global_args[i].shape();
@@ -270,8 +307,8 @@ absl::StatusOr<std::vector<std::vector<Literal>>> SplitArguments(
     }
     ASSIGN_OR_RETURN(std::vector<Literal> pieces,
                      SplitGlobal(global_args[i], sig.parameter_shardings[i],
-                                 sig.local_parameters[i], sig.num_devices));
-    for (int64_t d = 0; d < sig.num_devices; ++d) per_device[d].push_back(std::move(pieces[d]));
+                                 sig.local_parameters[i], sig.num_devices, first, count));
+    for (int64_t d = 0; d < count; ++d) per_device[d].push_back(std::move(pieces[d]));
   }
   return per_device;
 }

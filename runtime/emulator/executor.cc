@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -41,8 +42,9 @@ int TotalThreads(const RunOptions& options) {
 class Scheduler {
  public:
   Scheduler(std::vector<std::unique_ptr<DeviceRun>>* runs, CollectiveBackend* backend,
-            std::atomic<bool>* abort)
-      : runs_(*runs), backend_(backend), abort_(abort), state_(runs->size(), kReady),
+            std::atomic<bool>* abort, int64_t first_device)
+      : runs_(*runs), backend_(backend), abort_(abort), first_device_(first_device),
+        state_(runs->size(), kReady),
         wake_pending_(runs->size(), false), statuses_(runs->size()) {
     for (size_t d = 0; d < runs_.size(); ++d) {
       ready_.push_back(static_cast<int>(d));
@@ -111,7 +113,7 @@ class Scheduler {
       if (progress.ok() && *progress == DeviceRun::Progress::kWaiting) backend_->ExpireStale();
       if (!progress.ok()) {
         abort_->store(true);
-        backend_->Abort(d, progress.status());
+        backend_->Abort(first_device_ + d, progress.status());
       }
       lock.lock();
       --running_;
@@ -136,6 +138,7 @@ class Scheduler {
   std::vector<std::unique_ptr<DeviceRun>>& runs_;
   CollectiveBackend* backend_;
   std::atomic<bool>* abort_;
+  int64_t first_device_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<int> ready_;
@@ -169,6 +172,13 @@ absl::StatusOr<RunResult> RunImpl(
   const auto start = std::chrono::steady_clock::now();
   const int64_t n = static_cast<int64_t>(per_device_arguments.size());
   if (n == 0) return absl::InvalidArgumentError("RunSpmd: no devices");
+  const int64_t first_device = options.first_device;
+  const int64_t mesh = options.mesh_devices > 0 ? options.mesh_devices : n;
+  if (first_device < 0 || first_device + n > mesh) {
+    return absl::InvalidArgumentError(absl::StrCat("RunSpmd: devices [", first_device, ", ",
+                                                   first_device + n,
+                                                   ") are not on a mesh of ", mesh));
+  }
   RETURN_IF_ERROR(CheckConstantsKnown(module));
   PlanOptions plan_options;
   plan_options.enable_fusion = !options.disable_fusion;
@@ -176,13 +186,17 @@ absl::StatusOr<RunResult> RunImpl(
                    ModulePlan::Build(module, plan_options, !options.disable_row_chains));
   std::unique_ptr<InProcessCollectives> own_backend;
   if (backend == nullptr) {
+    if (mesh != n) {
+      return absl::InvalidArgumentError(
+          "RunSpmd: a run of part of the mesh needs a backend spanning every process");
+    }
     own_backend = std::make_unique<InProcessCollectives>(
         n, InProcessCollectivesOptions{.timeout_seconds = options.collective_timeout_seconds});
     backend = own_backend.get();
   }
-  if (backend->num_devices() != n) {
+  if (backend->num_devices() != mesh) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "collective backend spans ", backend->num_devices(), " devices, run has ", n));
+        "collective backend spans ", backend->num_devices(), " devices, the mesh has ", mesh));
   }
   RunResult result;
   Trace* trace = options.record_trace ? &result.trace : nullptr;
@@ -204,18 +218,18 @@ absl::StatusOr<RunResult> RunImpl(
   std::vector<ExecContext> contexts(n);
   std::vector<std::unique_ptr<DeviceRun>> runs;
   for (int64_t d = 0; d < n; ++d) {
-    devices.push_back(std::make_unique<Device>(d, options.hbm_capacity_bytes, start, trace,
+    devices.push_back(std::make_unique<Device>(first_device + d, options.hbm_capacity_bytes, start, trace,
                                                options.record_allocations));
     contexts[d].plan = plan.get();
     contexts[d].device = devices[d].get();
     contexts[d].backend = backend;
     contexts[d].trace = trace;
-    contexts[d].device_index = d;
-    contexts[d].num_devices = n;
+    contexts[d].device_index = first_device + d;
+    contexts[d].num_devices = mesh;
     contexts[d].num_threads = threads_each;
     runs.push_back(std::make_unique<DeviceRun>(&contexts[d], per_device_arguments[d], &limits));
   }
-  Scheduler scheduler(&runs, backend, &abort);
+  Scheduler scheduler(&runs, backend, &abort, first_device);
   scheduler.Run(workers);
   const std::vector<absl::Status>& statuses = scheduler.statuses();
   // Report the root cause: a failure that is not a consequence of another
@@ -248,6 +262,25 @@ absl::StatusOr<RunResult> RunImpl(
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> CollectiveGroups(const hlo::HloModule& module,
+                                                   int64_t num_devices) {
+  std::set<std::vector<int64_t>> groups;
+  std::vector<int64_t> all(num_devices);
+  for (int64_t i = 0; i < num_devices; ++i) all[i] = i;
+  for (const auto& c : module.computations()) {
+    for (const auto& x : c->instructions()) {
+      if (!hlo::IsCollective(x->opcode())) continue;
+      const auto& listed = x->attrs().replica_groups.groups;
+      if (x->opcode() == hlo::HloOpcode::kCollectivePermute || listed.empty()) {
+        groups.insert(all);
+      } else {
+        groups.insert(listed.begin(), listed.end());
+      }
+    }
+  }
+  return {groups.begin(), groups.end()};
+}
 
 absl::StatusOr<RunResult> RunSpmd(
     const hlo::HloModule& module,

@@ -54,6 +54,13 @@ struct RunOptions {
   // the missing devices). A collective the others can no longer reach
   // (they finished, or wait at another one) fails at once.
   double collective_timeout_seconds = 60;
+  // A run spread over processes (runtime/device/process_world.h): this
+  // process runs the mesh devices [first_device, first_device + the number
+  // of argument sets) of `mesh_devices` in all (0: just those), talking to
+  // the others through the backend RunSpmd is given. partition-id, device
+  // ids and collectives use the mesh-wide device numbers.
+  int64_t first_device = 0;
+  int64_t mesh_devices = 0;
 };
 
 struct RunResult {
@@ -88,6 +95,13 @@ absl::StatusOr<RunResult> RunSpmd(
     const hlo::HloModule& module,
     const std::vector<std::vector<hlo::Literal>>& per_device_arguments,
     const RunOptions& options = {}, CollectiveBackend* backend = nullptr);
+
+// Every distinct device group the collectives of `module` can use on a mesh
+// of `num_devices` (replica groups as listed; the whole mesh for an op
+// without groups and for collective-permute), in a fixed order: what a
+// backend spanning processes makes communicators for.
+std::vector<std::vector<int64_t>> CollectiveGroups(const hlo::HloModule& module,
+                                                   int64_t num_devices);
 
 }  // namespace tpuoff::runtime
 

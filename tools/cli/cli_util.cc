@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
+#include "runtime/device/process_world.h"
 
 namespace tpuoff::tools {
 
@@ -30,10 +31,20 @@ std::string EscapeControlCharacters(absl::string_view text, absl::string_view ke
   return out;
 }
 
+namespace {
+
+// "tpuoff run", or "tpuoff run [rank 1 of 4]" in a run across MPI ranks.
+std::string Who(absl::string_view command) {
+  if (!runtime::Distributed()) return std::string(command);
+  return absl::StrCat(command, " [rank ", runtime::WorldRank(), " of ", runtime::WorldSize(), "]");
+}
+
+}  // namespace
+
 int ReportFailure(absl::string_view command, const absl::Status& status) {
   std::string msg = EscapeControlCharacters(OneLine(status.message()));
   if (msg.empty()) msg = absl::StatusCodeToString(status.code());
-  std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
+  std::fprintf(stderr, "%s: %s\n", Who(command).c_str(), msg.c_str());
   std::fflush(stderr);
   return kExitFailure;
 }
@@ -42,7 +53,7 @@ int ReportFailureDetailed(absl::string_view command,
                           const absl::Status& status) {
   std::string msg = EscapeControlCharacters(
       absl::StripTrailingAsciiWhitespace(status.message()), "\n");
-  std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(), msg.c_str());
+  std::fprintf(stderr, "%s: %s\n", Who(command).c_str(), msg.c_str());
   std::fflush(stderr);
   return kExitFailure;
 }
@@ -51,6 +62,7 @@ int ReportUsageError(absl::string_view command, absl::string_view message) {
   std::string msg = EscapeControlCharacters(OneLine(message));
   // Flag-parser messages already start with the command name.
   if (!absl::StartsWith(msg, command)) msg = absl::StrCat(command, ": ", msg);
+  if (runtime::Distributed()) msg = absl::StrCat(Who(command), msg.substr(command.size()));
   std::fprintf(stderr, "%s (run '%s --help' for usage)\n", msg.c_str(),
                std::string(command).c_str());
   std::fflush(stderr);

@@ -27,6 +27,7 @@
 #include "tools/cli/run_limit_flags.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
+#include "runtime/device/process_world.h"
 #include "tools/io/random_inputs.h"
 #include "tools/cli/shard_flags.h"
 #include "tools/cli/subcommands.h"
@@ -177,6 +178,10 @@ int CompareMain(const std::vector<std::string>& args) {
     return ReportUsageError(
         kCmd, "--shard=KIND[,KIND] (batch, seq or vocab per mesh axis) is required");
   }
+  if (!backends.empty() && runtime::Distributed()) {
+    return ReportUsageError(kCmd, "--backends does not apply across MPI ranks (the emulator's "
+                                  "sharded run spreads over them)");
+  }
   if (!backends.empty() && (flags.WasSet("against-shard") || flags.WasSet("against-mesh"))) {
     return ReportUsageError(kCmd, "--against-shard/--against-mesh do not apply with --backends");
   }
@@ -315,9 +320,15 @@ int CompareMain(const std::vector<std::string>& args) {
   std::vector<std::vector<hlo::Literal>> global_args;
   global_args.push_back(*std::move(inputs));
   options.backend = by_backend ? backends[0] : Backend::kEmulator;
+  // Across MPI ranks the sharded run spreads over them; a single-device
+  // reference runs on rank 0 alone.
+  const bool distributed = runtime::Distributed();
+  const bool ref_on_all = !by_backend && reference.num_partitions() > 1;
   absl::StatusOr<BackendResult> ref_run =
-      by_backend ? RunOnBackend(**sharded, *sig, global_args, options, names)
-                 : RunOnBackend(reference, *ref_sig, global_args, options, names);
+      distributed && !ref_on_all && runtime::WorldRank() != 0
+          ? absl::StatusOr<BackendResult>(BackendResult())
+      : by_backend ? RunOnBackend(**sharded, *sig, global_args, options, names)
+                   : RunOnBackend(reference, *ref_sig, global_args, options, names);
   if (!ref_run.ok()) {
     return ReportFailure(kCmd, absl::Status(ref_run.status().code(),
                                             absl::StrCat(ref_label, " run: ",
@@ -331,6 +342,8 @@ int CompareMain(const std::vector<std::string>& args) {
                                             absl::StrCat(got_label, " run: ",
                                                          got_run.status().message())));
   }
+  global_args.clear();
+  if (runtime::WorldRank() != 0) return kExitOk;  // rank 0 holds both runs' results
   runtime::RunResult* ref = &ref_run->run;
   runtime::RunResult* got = &got_run->run;
   if (got->outputs.size() != ref->outputs.size() || names.size() != ref->outputs.size()) {

@@ -25,6 +25,7 @@
 #include "tools/io/module_io.h"
 #include "tools/io/output_writer.h"
 #include "tools/io/partitioned_io.h"
+#include "tools/io/rank_run.h"
 #include "tools/io/random_inputs.h"
 #include "tools/io/staged_output.h"
 #include "tools/cli/shard_flags.h"
@@ -78,11 +79,13 @@ absl::StatusOr<std::vector<hlo::Literal>> MakeArgumentSet(const hlo::HloComputat
 // Arguments for every device: one set, or (SPMD without shardings) one per
 // device. With --inputs, DIR/device<d>/ is used for device d when it
 // exists, else DIR. `params`, when given, replaces the entry's parameters.
+// `first`/`count`: only those devices' sets (a rank of a distributed run).
 absl::StatusOr<std::vector<std::vector<hlo::Literal>>> MakeArguments(
     const hlo::HloModule& module, const RunFlags& f, int64_t num_devices,
-    const hlo::HloComputation* params = nullptr) {
+    const hlo::HloComputation* params = nullptr, int64_t first = 0, int64_t count = -1) {
   std::vector<std::vector<hlo::Literal>> per_device;
-  for (int64_t d = 0; d < num_devices; ++d) {
+  if (count < 0) count = num_devices;
+  for (int64_t d = first; d < first + count; ++d) {
     ASSIGN_OR_RETURN(std::vector<hlo::Literal> args,
                      MakeArgumentSet(params ? *params : *module.entry(), f,
                                      num_devices > 1 ? d : -1));
@@ -197,6 +200,16 @@ int RunMain(const std::vector<std::string>& args) {
     }
   }
   const Backend backend = *ParseBackend(f.backend);
+  // Under mpirun with several ranks: the emulator's devices spread over them.
+  const bool distributed = runtime::Distributed();
+  if (distributed) {
+    for (const char* name : {"trace", "backend", "pjrt-plugin"}) {
+      if (flags.WasSet(name)) {
+        return ReportUsageError(kCmd, absl::StrCat("--", name, " does not apply to a run across ",
+                                                   runtime::WorldSize(), " MPI ranks"));
+      }
+    }
+  }
   if (backend != Backend::kPjrt && flags.WasSet("pjrt-plugin")) {
     return ReportUsageError(kCmd, "--pjrt-plugin needs --backend=pjrt");
   }
@@ -244,14 +257,21 @@ int RunMain(const std::vector<std::string>& args) {
   }
 
   const int64_t num_devices = std::max<int64_t>(m.num_partitions(), 1);
+  // This process's devices: all, or a rank's block of them.
+  absl::StatusOr<runtime::DeviceBlock> block = LocalDevices(num_devices);
+  if (!block.ok()) return ReportFailure(kCmd, block.status());
+  // A rank reads only its devices' pieces of the global inputs.
+  const bool local_shards = distributed && partitioned && flags.WasSet("inputs");
   // Nothing is allocated before the host is known to hold it all: inputs,
   // every device's planned buffers and the outputs' copies.
   {
     HostNeed need;
-    need.num_devices = num_devices;
+    need.num_devices = block->count;
     const int64_t entry_args = ParameterBytes(*m.entry());
-    need.inputs = SaturatingBytes(entry_args, num_devices);
-    if (partitioned) need.inputs = SaturatingBytes(need.inputs, 1) + ParameterBytes(params);
+    need.inputs = SaturatingBytes(entry_args, block->count);
+    if (partitioned && !local_shards) {
+      need.inputs = SaturatingBytes(need.inputs, 1) + ParameterBytes(params);
+    }
     need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
     // Partitioned: the global outputs are assembled from the devices'; with
     // --outputs every output is also serialised once.
@@ -263,10 +283,18 @@ int RunMain(const std::vector<std::string>& args) {
     }
   }
   // Partitioned: one set of global arguments; else one set per device.
+  // Distributed: this rank's devices' sets only (read by offset from the
+  // global .npy files when partitioned; random global arrays are made
+  // whole and split).
+  const bool local_sets = distributed && (!partitioned || local_shards);
   absl::StatusOr<std::vector<std::vector<hlo::Literal>>> arguments =
-      no_inputs ? std::vector<std::vector<hlo::Literal>>(partitioned ? 1 : num_devices)
-      : partitioned ? MakeArguments(m, f, 1, &params)
-                    : MakeArguments(m, f, num_devices);
+      no_inputs ? std::vector<std::vector<hlo::Literal>>(
+                      partitioned ? (local_sets ? block->count : 1)
+                                  : (local_sets ? block->count : num_devices))
+      : local_shards ? LoadLocalShards(*signature, params, f.inputs, *block)
+      : partitioned  ? MakeArguments(m, f, 1, &params)
+      : local_sets   ? MakeArguments(m, f, num_devices, nullptr, block->first, block->count)
+                     : MakeArguments(m, f, num_devices);
   if (!arguments.ok()) return ReportFailureDetailed(kCmd, arguments.status());
   if (from_kernel && flags.WasSet("inputs")) {
     for (const std::vector<hlo::Literal>& set : *arguments) {
@@ -278,6 +306,7 @@ int RunMain(const std::vector<std::string>& args) {
   }
 
   BackendOptions options;
+  options.local_arguments = local_sets;
   options.backend = backend;
   options.pjrt_plugin = f.pjrt_plugin;
   options.emulator.num_threads = static_cast<int>(f.threads);
@@ -291,6 +320,8 @@ int RunMain(const std::vector<std::string>& args) {
                    partitioned ? OutputNames(m, signature->global_outputs.size())
                                : std::vector<std::string>{});
   if (!ran.ok()) return ReportFailure(kCmd, ran.status());
+  // Rank 0 holds every device's results and reports as one process would.
+  if (runtime::WorldRank() != 0) return kExitOk;
   runtime::RunResult* result = &ran->run;
 
   // Name and summarise every output (per device unless reassembled).

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/device/process_world.h"
 #include "tools/cli/cli_util.h"
 
 namespace tpuoff::tools {
@@ -48,7 +49,9 @@ namespace {
 int TpuoffMainImpl(int argc, char** argv);
 }  // namespace
 
-int TpuoffMain(int argc, char** argv) {
+namespace {
+
+int GuardedMain(int argc, char** argv) {
   // The last line of defence: the subcommands check sizes against the host
   // before allocating, but whatever still throws ends as a message and exit
   // 1, never as SIGABRT.
@@ -62,6 +65,30 @@ int TpuoffMain(int argc, char** argv) {
                  EscapeControlCharacters(e.what()).c_str());
   }
   return kExitFailure;
+}
+
+}  // namespace
+
+int TpuoffMain(int argc, char** argv) {
+  // Started by mpirun as one of several ranks: join the job (or, built
+  // without MPI, refuse rather than run identical copies).
+  if (absl::Status s = runtime::InitProcessWorld(&argc, &argv); !s.ok()) {
+    std::fprintf(stderr, "tpuoff: %s\n", std::string(s.message()).c_str());
+    if (runtime::Distributed()) runtime::AbortProcessWorld(kExitFailure, "");
+    return kExitUsage;
+  }
+  const int code = GuardedMain(argc, argv);
+  if (runtime::Distributed()) {
+    // A rank that failed ends the whole job (its message is out already);
+    // the others may be waiting for it at a collective or the gather.
+    if (code != kExitOk) {
+      runtime::AbortProcessWorld(
+          code, absl::StrCat("tpuoff: rank ", runtime::WorldRank(), " of ", runtime::WorldSize(),
+                             " failed (exit ", code, "): ending every rank"));
+    }
+    runtime::FinalizeProcessWorld();
+  }
+  return code;
 }
 
 namespace {
@@ -86,6 +113,12 @@ int TpuoffMainImpl(int argc, char** argv) {
     return kExitOk;
   }
   const Subcommand* command = FindSubcommand(first);
+  if (command != nullptr && runtime::Distributed() && first != "run" && first != "compare") {
+    return ReportUsageError(
+        "tpuoff", absl::StrCat("'", first, "' does not run across MPI ranks (started as ",
+                               runtime::WorldSize(),
+                               " ranks): only run and compare do; start it without mpirun"));
+  }
   if (command == nullptr) {
     std::string known;
     for (const Subcommand& c : AllSubcommands()) {

@@ -4,7 +4,9 @@
 #include "absl/strings/str_format.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/device/sharding_io.h"
+#include "runtime/device/process_world.h"
 #include "runtime/pjrt/pjrt_backend.h"
+#include "tools/io/rank_run.h"
 
 namespace tpuoff::tools {
 
@@ -19,12 +21,64 @@ absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
       absl::StrCat("unknown backend '", name, "' (expected emulator or pjrt)"));
 }
 
+namespace {
+
+absl::StatusOr<BackendResult> RunOnRanksBackend(
+    const hlo::HloModule& module, const std::optional<hlo::PartitionedSignature>& sig,
+    const std::vector<std::vector<hlo::Literal>>& arguments, const BackendOptions& options,
+    const std::vector<std::string>& output_names) {
+  const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
+  if (options.backend != Backend::kEmulator) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "rank ", runtime::WorldRank(), ": --backend=", BackendName(options.backend),
+        " does not run across MPI ranks (only the emulator does)"));
+  }
+  ASSIGN_OR_RETURN(runtime::DeviceBlock block, LocalDevices(n));
+  std::vector<std::vector<hlo::Literal>> split;
+  const std::vector<std::vector<hlo::Literal>>* local = &arguments;
+  if (!options.local_arguments) {
+    if (sig.has_value()) {
+      if (arguments.size() != 1) {
+        return absl::InvalidArgumentError(
+            "a partitioned module takes one set of global arguments");
+      }
+      ASSIGN_OR_RETURN(split, runtime::SplitArguments(*sig, arguments[0], block.first,
+                                                      block.count));
+    } else {
+      if (static_cast<int64_t>(arguments.size()) != n) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("expected ", n, " argument sets, got ", arguments.size()));
+      }
+      for (int64_t d = 0; d < block.count; ++d) {
+        std::vector<hlo::Literal> set;
+        for (const hlo::Literal& l : arguments[block.first + d]) set.push_back(l);
+        split.push_back(std::move(set));
+      }
+    }
+    local = &split;
+  }
+  BackendResult result;
+  ASSIGN_OR_RETURN(result.run, RunOnRanks(module, *local, options.emulator));
+  split.clear();
+  result.summary = absl::StrCat("emulator: ", n, " simulated devices on ", runtime::WorldSize(),
+                                " MPI ranks");
+  if (sig.has_value() && runtime::WorldRank() == 0) {
+    ASSIGN_OR_RETURN(result.run.outputs,
+                     runtime::AssembleOutputs(*sig, result.run.outputs, output_names));
+  }
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<BackendResult> RunOnBackend(const hlo::HloModule& module,
                                            const std::optional<hlo::PartitionedSignature>& sig,
                                            const std::vector<std::vector<hlo::Literal>>& arguments,
                                            const BackendOptions& options,
                                            const std::vector<std::string>& output_names) {
   const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
+  if (runtime::Distributed() && n > 1) return RunOnRanksBackend(module, sig, arguments, options,
+                                                                 output_names);
   std::vector<std::vector<hlo::Literal>> split;
   const std::vector<std::vector<hlo::Literal>>* per_device_ptr = &arguments;
   if (sig.has_value()) {

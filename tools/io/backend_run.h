@@ -27,6 +27,10 @@ struct BackendOptions {
   Backend backend = Backend::kEmulator;
   runtime::RunOptions emulator;  // for kEmulator
   std::string pjrt_plugin;       // for kPjrt; empty: the build's CPU plugin
+  // In a distributed run (runtime::Distributed(), emulator only): the
+  // arguments already are this rank's devices' sets (tools/io/rank_run.h
+  // LocalDevices), not the global arrays or every device's sets.
+  bool local_arguments = false;
 };
 
 struct BackendResult {
@@ -43,6 +47,9 @@ struct BackendResult {
 // arguments `arguments[0]` (split by the parameters' shardings; outputs
 // reassembled, named by `output_names` in messages). Otherwise
 // `arguments` holds one set per device (num_partitions of them, or one).
+// In a distributed run (mpirun, more than one rank) a module of several
+// devices runs on every rank's block of them (tools/io/rank_run.h); the
+// result is the whole mesh's on rank 0 and empty on the other ranks.
 absl::StatusOr<BackendResult> RunOnBackend(const hlo::HloModule& module,
                                            const std::optional<hlo::PartitionedSignature>& signature,
                                            const std::vector<std::vector<hlo::Literal>>& arguments,

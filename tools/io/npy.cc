@@ -629,6 +629,72 @@ absl::StatusOr<hlo::Literal> ReadNpyAsLiteral(const std::string& path, const hlo
   return lit;
 }
 
+absl::StatusOr<hlo::Literal> ReadNpyBox(const std::string& path, const hlo::Shape& global,
+                                        const std::vector<int64_t>& origin,
+                                        const std::vector<int64_t>& extent,
+                                        const std::vector<int64_t>& dims,
+                                        const hlo::Shape& piece) {
+  ASSIGN_OR_RETURN(RegularFile f, RegularFile::Open(path));
+  ASSIGN_OR_RETURN(NpyHeader h, ReadHeader(f));
+  RETURN_IF_ERROR(CheckFits(h.dtype, h.shape, global, path));
+  const int64_t rank = static_cast<int64_t>(extent.size());
+  int64_t dims_elements = 1;
+  for (int64_t d : dims) dims_elements *= d;
+  if (rank != global.rank() || origin.size() != extent.size() || dims.size() != extent.size() ||
+      dims_elements != piece.num_elements()) {
+    return absl::InternalError(absl::StrCat(path, ": box of rank ", rank, " does not fit ",
+                                            global.ToString(), " / ", piece.ToString()));
+  }
+  hlo::Literal lit(piece);  // padding beyond the box stays zero
+  for (int64_t i = 0; i < rank; ++i) {
+    if (extent[i] <= 0) return lit;
+  }
+  // Runs contiguous in the file and in the piece: the innermost dimensions
+  // the box covers whole (and the piece does not pad).
+  const int64_t item = NpyItemSize(h.dtype);
+  const int64_t width = hlo::ByteWidth(piece.element_type());
+  int64_t k = std::max<int64_t>(rank - 1, 0);
+  int64_t run = rank == 0 ? 1 : extent[k];
+  while (k > 0 && extent[k] == global.dimensions(k) && dims[k] == extent[k]) {
+    --k;
+    run *= extent[k];
+  }
+  std::vector<int64_t> gstride(rank, 1), pstride(rank, 1);
+  for (int64_t i = rank - 2; i >= 0; --i) {
+    gstride[i] = gstride[i + 1] * global.dimensions(i + 1);
+    pstride[i] = pstride[i + 1] * dims[i + 1];
+  }
+  const bool same = SameRepresentation(h.dtype, piece.element_type());
+  constexpr int64_t kChunk = int64_t{1} << 18;  // elements per read
+  std::string buf(static_cast<size_t>(std::min(run, kChunk) * item), '\0');
+  std::vector<int64_t> idx(rank, 0);  // over dims [0, k) of the box
+  while (true) {
+    int64_t g = 0, p = 0;
+    for (int64_t i = 0; i < rank; ++i) {
+      g += (origin[i] + idx[i]) * gstride[i];
+      p += idx[i] * pstride[i];
+    }
+    for (int64_t done = 0; done < run; done += kChunk) {
+      const int64_t n = std::min(kChunk, run - done);
+      const int64_t at = h.data_offset + (g + done) * item;
+      if (same) {
+        RETURN_IF_ERROR(f.ReadAt(at, lit.raw() + (p + done) * width, n * item));
+      } else {
+        RETURN_IF_ERROR(f.ReadAt(at, buf.data(), n * item));
+        RETURN_IF_ERROR(
+            ConvertRange(h.dtype, buf.data(), p + done, n, piece.element_type(), lit.raw(), path));
+      }
+    }
+    int64_t i = k - 1;
+    for (; i >= 0; --i) {
+      if (++idx[i] < extent[i]) break;
+      idx[i] = 0;
+    }
+    if (i < 0) break;
+  }
+  return lit;
+}
+
 absl::StatusOr<std::string> NpyDescrForType(PrimitiveType type, const NpyWriteOptions& o) {
   if (type == PrimitiveType::kBF16 && o.bf16_as_float32) return std::string("<f4");
   const std::optional<NpyDtype> d = NativeDtype(type);

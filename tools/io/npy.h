@@ -98,6 +98,19 @@ absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path);
 // chunk by chunk when the dtypes differ), so the array is in memory once.
 absl::StatusOr<hlo::Literal> ReadNpyAsLiteral(const std::string& path, const hlo::Shape& shape);
 
+// Reads only a box of the array at `path`: the file must hold an array of
+// `global`'s shape (converted as ReadNpyAsLiteral does). The box of `extent`
+// elements at `origin` is read by offset (never the whole file) into a
+// literal of shape `piece`, laid out as a row-major array of `dims` (the
+// box's rank) with the box at its origin and zeros elsewhere. What a rank of
+// a distributed run reads of a global input (runtime/device/sharding_io.h
+// PieceBoxOf).
+absl::StatusOr<hlo::Literal> ReadNpyBox(const std::string& path, const hlo::Shape& global,
+                                        const std::vector<int64_t>& origin,
+                                        const std::vector<int64_t>& extent,
+                                        const std::vector<int64_t>& dims,
+                                        const hlo::Shape& piece);
+
 // Converts to a literal of exactly `shape` (an array shape). Errors name the
 // file, what it holds and what was expected.
 absl::StatusOr<hlo::Literal> NpyToLiteral(const NpyArray& array,
