@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -132,6 +133,7 @@ class MpiCollectives : public CollectiveBackend {
       rv = slot;
       local_.erase(key);
       if (!rv->peers.empty()) {
+        exchanges_.fetch_add(1);
         ready_.push_back(rv);  // the progress thread exchanges and completes it
         cv_.notify_all();
         return false;
@@ -169,8 +171,22 @@ class MpiCollectives : public CollectiveBackend {
   }
 
   void FailPending() override {
-    // Only this rank's missing members: the others run elsewhere (their
-    // exchange has a deadline of its own).
+    // No local device can run. While an exchange with other ranks is under
+    // way its devices will wake, so nothing is stuck yet; otherwise only
+    // this rank's missing members can be at fault (the other ranks' have
+    // the exchange's deadline).
+    // An exchange that just completed may have woken a device the
+    // scheduler has not run yet: only a second call with no completion in
+    // between (the scheduler calls again after running what woke) fails.
+    if (exchanges_.load() > 0) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t c = completions_.load();
+      if (c != completions_seen_) {
+        completions_seen_ = c;
+        return;
+      }
+    }
     FailLocal([&](const Rendezvous& rv) {
       return absl::FailedPreconditionError(absl::StrCat(
           "rank ", rank_, ": collective %", rv.op_name, " (", rv.call_key,
@@ -268,6 +284,7 @@ class MpiCollectives : public CollectiveBackend {
       if (!abort_status_.ok()) {
         // Queued for the exchange but not posted yet: never will be.
         for (auto& rv : ready_) failed.push_back({rv, abort_status_});
+        exchanges_.fetch_sub(static_cast<int64_t>(ready_.size()));
         ready_.clear();
       }
     }
@@ -431,6 +448,7 @@ class MpiCollectives : public CollectiveBackend {
       }
       for (auto& rv : fresh) {
         if (absl::Status s = Post(*rv); !s.ok()) {
+          exchanges_.fetch_sub(1);
           CompleteLocal(*rv, s);
           abandoned_.push_back(rv);
           continue;
@@ -446,11 +464,14 @@ class MpiCollectives : public CollectiveBackend {
           for (const std::string& r : rv.recv) base.push_back(reinterpret_cast<const uint8_t*>(r.data()));
           Combine(rv, &base);
           CompleteLocal(rv, absl::OkStatus());
+          completions_.fetch_add(1);
+          exchanges_.fetch_sub(1);
           it = posted.erase(it);
           progressed = true;
           continue;
         }
         if (now - rv.posted > Limit()) {
+          exchanges_.fetch_sub(1);
           CompleteLocal(rv, absl::DeadlineExceededError(absl::StrCat(
                                 "collective %", rv.op_name, " (", rv.call_key, ") over devices {",
                                 Join(rv.group), "} did not complete in ", timeout_, "s: ",
@@ -481,6 +502,9 @@ class MpiCollectives : public CollectiveBackend {
   absl::Status abort_status_;
   std::map<std::string, std::shared_ptr<Rendezvous>> local_;
   std::deque<std::shared_ptr<Rendezvous>> ready_;
+  std::atomic<int64_t> exchanges_{0};  // queued or posted, not completed
+  std::atomic<int64_t> completions_{0};  // exchanges completed
+  int64_t completions_seen_ = -1;        // by FailPending (under mu_)
   std::vector<std::shared_ptr<Rendezvous>> abandoned_;  // progress thread only
 };
 
