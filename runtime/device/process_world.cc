@@ -141,23 +141,16 @@ absl::StatusOr<std::string> RecvBytes(int from) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> GatherToRoot(const std::string& mine) {
-  std::vector<std::string> all;
-  if (!g_mpi_initialized || g_size == 1) {
-    all.push_back(mine);
-    return all;
-  }
-  if (g_rank != 0) {
-    if (absl::Status s = SendBytes(mine, 0); !s.ok()) return s;
-    return all;
-  }
-  all.push_back(mine);
+absl::Status SendToRoot(const std::string& mine,
+                        const std::function<absl::Status(int, std::string)>& take) {
+  if (!g_mpi_initialized || g_size == 1) return absl::OkStatus();
+  if (g_rank != 0) return SendBytes(mine, 0);
   for (int r = 1; r < g_size; ++r) {
     absl::StatusOr<std::string> got = RecvBytes(r);
     if (!got.ok()) return got.status();
-    all.push_back(*std::move(got));
+    if (absl::Status s = take(r, *std::move(got)); !s.ok()) return s;
   }
-  return all;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> BroadcastFromRoot(const std::string& value) {
@@ -194,8 +187,8 @@ void AbortProcessWorld(int exit_code, const std::string& message) {
   std::exit(exit_code);
 }
 
-absl::StatusOr<std::vector<std::string>> GatherToRoot(const std::string& mine) {
-  return std::vector<std::string>{mine};
+absl::Status SendToRoot(const std::string&, const std::function<absl::Status(int, std::string)>&) {
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> BroadcastFromRoot(const std::string& value) { return value; }

@@ -11,6 +11,7 @@
 #define TPUOFF_RUNTIME_DEVICE_PROCESS_WORLD_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,9 +53,12 @@ absl::StatusOr<DeviceBlock> DeviceBlockOf(int64_t num_devices, int rank);
 // The rank that runs `device`.
 int RankOfDevice(int64_t device, int64_t num_devices);
 
-// Every rank's `mine`, in rank order, on rank 0 (empty elsewhere). Any
-// size (sent in pieces below MPI's int counts).
-absl::StatusOr<std::vector<std::string>> GatherToRoot(const std::string& mine);
+// Every other rank's `mine` to rank 0, which hands each to `take` as it
+// arrives (ranks 1, 2, ... in order; `take` may consume the string), so
+// rank 0 holds one rank's bytes at a time. Any size (sent in pieces below
+// MPI's int counts). Rank 0's own `mine` is not sent.
+absl::Status SendToRoot(const std::string& mine,
+                        const std::function<absl::Status(int rank, std::string bytes)>& take);
 // Rank 0's `value` on every rank.
 absl::StatusOr<std::string> BroadcastFromRoot(const std::string& value);
 

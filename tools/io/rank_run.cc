@@ -157,15 +157,20 @@ absl::StatusOr<runtime::RunResult> RunOnRanks(
   const int64_t per_device = static_cast<int64_t>(local.outputs.size()) / block.count;
   std::vector<hlo::Shape> shapes;
   for (int64_t i = 0; i < per_device; ++i) shapes.push_back(local.outputs[i].shape());
-  const std::string mine = PackRank(local, per_device);
-  local.outputs.clear();
-  ASSIGN_OR_RETURN(std::vector<std::string> all, runtime::GatherToRoot(mine));
+  // Rank 0 keeps its own devices' results as they are and unpacks the
+  // others' one rank at a time.
   runtime::RunResult result;
-  for (size_t r = 0; r < all.size(); ++r) {
-    RETURN_IF_ERROR(UnpackRank(all[r], static_cast<int>(r), shapes, &result));
-    all[r].clear();
-    all[r].shrink_to_fit();
+  std::string mine;
+  if (runtime::WorldRank() == 0) {
+    result.devices = std::move(local.devices);
+    result.outputs = std::move(local.outputs);
+  } else {
+    mine = PackRank(local, per_device);
   }
+  local = runtime::RunResult();
+  RETURN_IF_ERROR(runtime::SendToRoot(mine, [&](int rank, std::string bytes) {
+    return UnpackRank(bytes, rank, shapes, &result);
+  }));
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
