@@ -372,6 +372,19 @@ FusedLinearOutputs EmitGrpoFusedLinear(XlaBuilder* b, const GrpoConfig& cfg, Ker
   }
   // 3. The vocab-outer gradient pass.
   if (mode != KernelMode::kFwd) {
+    // The backward recomputes every logits tile, by design. Its operands
+    // pass an optimization barrier when a statistics pass ran before it:
+    // otherwise XLA's CSE merges that pass's straight-line tail tile (the
+    // same dot of the same operands) with the backward's and keeps the f32
+    // [N, V mod block] tile alive across the policy terms, and XLA:TPU
+    // evicts it to HBM (6.3 MB at B=1, T=4096, V=151936), memory the
+    // kernel's design does not have. The barrier only aliases (no copy).
+    XlaOp bwd_hidden = hidden2, bwd_lm_head = p.lm_head;
+    if (mode != KernelMode::kBwd || entropy_lse.valid()) {
+      XlaOp t = b->AddOp(hlo::HloOpcode::kOptimizationBarrier, {b->Tuple({hidden2, p.lm_head})});
+      bwd_hidden = b->GetTupleElement(t, 0);
+      bwd_lm_head = b->GetTupleElement(t, 1);
+    }
     GradCoefficients coef = EmitGradCoefficients(b, cfg, terms);
     EntropyGradRows ent;
     if (coef.entropy.valid()) {
@@ -379,7 +392,7 @@ FusedLinearOutputs EmitGrpoFusedLinear(XlaBuilder* b, const GrpoConfig& cfg, Ker
              1.0 / cfg.temperature};
     }
     BackwardResult back = EmitBackward(
-        b, cfg, hidden2, p.lm_head, target, valid, b->Reshape(lse, {n}),
+        b, cfg, bwd_hidden, bwd_lm_head, target, valid, b->Reshape(lse, {n}),
         b->Reshape(coef.logp, {n}), coef.entropy.valid() ? &ent : nullptr, chunk, options);
     XlaOp d_hidden = back.d_hidden;
     if (options.reduce_d_hidden) d_hidden = options.reduce_d_hidden(b, d_hidden);

@@ -47,15 +47,17 @@ TEST(TpuLayout, PaddedBytes) {
   col_major.set_minor_to_major({0, 1});
   const PadCase cases[] = {
       {"f32[3,5] -> 8x128x4", Shape(PrimitiveType::kF32, {3, 5}), 8 * 128 * 4},
-      {"bf16[3,5] -> 16x128x2", Shape(PrimitiveType::kBF16, {3, 5}), 16 * 128 * 2},
-      {"f16[17,129] -> 32x256x2", Shape(PrimitiveType::kF16, {17, 129}), 32 * 256 * 2},
+      {"bf16[3,5] -> 8x128x2", Shape(PrimitiveType::kBF16, {3, 5}), 8 * 128 * 2},
+      {"f16[17,129] -> 24x256x2", Shape(PrimitiveType::kF16, {17, 129}), 24 * 256 * 2},
       {"s8[3,5] -> 32x128x1", Shape(PrimitiveType::kS8, {3, 5}), 32 * 128},
       {"pred[3,5] stored as 4 bytes", Shape(PrimitiveType::kPred, {3, 5}), 8 * 128 * 4},
       {"f64[3,5] -> 8x128x8", Shape(PrimitiveType::kF64, {3, 5}), 8 * 128 * 8},
       {"aligned f32[8,128] unchanged", Shape(PrimitiveType::kF32, {8, 128}), 8 * 128 * 4},
       {"aligned bf16[16,256] unchanged", Shape(PrimitiveType::kBF16, {16, 256}),
        16 * 256 * 2},
-      {"bf16[8,128] pads the sublanes", Shape(PrimitiveType::kBF16, {8, 128}),
+      {"bf16[8,128] unchanged (T(8,128)(2,1))", Shape(PrimitiveType::kBF16, {8, 128}),
+       8 * 128 * 2},
+      {"bf16[9,128] pads the sublanes", Shape(PrimitiveType::kBF16, {9, 128}),
        16 * 128 * 2},
       {"major dims are not padded", Shape(PrimitiveType::kF32, {3, 2, 9, 130}),
        3 * 2 * 16 * 256 * 4},
@@ -72,8 +74,8 @@ TEST(TpuLayout, PaddedBytes) {
     EXPECT_EQ(TpuPaddedBytes(c.shape), c.bytes) << c.name;
   }
   EXPECT_EQ(TpuPaddedDimensions(Shape(PrimitiveType::kBF16, {2, 3, 5})),
-            (std::vector<int64_t>{2, 16, 128}));
-  EXPECT_EQ(TpuTilingName(Shape(PrimitiveType::kBF16, {2, 3, 5})), "T(16,128)");
+            (std::vector<int64_t>{2, 8, 128}));
+  EXPECT_EQ(TpuTilingName(Shape(PrimitiveType::kBF16, {2, 3, 5})), "T(8,128)");
   EXPECT_EQ(TpuTilingName(Shape(PrimitiveType::kF32, {7})), "T(1024)");
 }
 

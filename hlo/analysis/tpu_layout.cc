@@ -27,7 +27,7 @@ TpuTile TpuTileFor(PrimitiveType type) {
   if (type == PrimitiveType::kPred) return {8, 128, 4};
   switch (ByteWidth(type)) {
     case 1: return {32, 128, 1};
-    case 2: return {16, 128, 2};
+    case 2: return {8, 128, 2};  // T(8,128)(2,1): row pairs packed in 32-bit words
     case 8: return {8, 128, 8};
     default: return {8, 128, 4};
   }

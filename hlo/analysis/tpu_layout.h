@@ -4,10 +4,13 @@
 //
 //   rank >= 2  the two minor dimensions (by the layout's minor_to_major;
 //              row-major: the last two) are rounded up to the tile:
-//              (8,128) for 32-bit types, (16,128) for 16-bit types (bf16
-//              packs row pairs into 32-bit words), (32,128) for 8-bit types,
-//              (8,128) for 64-bit types (emulated as 32-bit pairs).
-//              f32[3,5] -> 8x128x4 bytes; bf16[3,5] -> 16x128x2 bytes.
+//              (8,128) for 32-bit types, (8,128) for 16-bit types too
+//              (XLA:TPU v6e lays out every bf16 array as T(8,128)(2,1): 8x128
+//              tiles with row pairs packed into 32-bit words; seen in all the
+//              optimised modules libtpu 0.0.52 returns for tpuoff's kernels),
+//              (32,128) for 8-bit types, (8,128) for 64-bit types (emulated
+//              as 32-bit pairs).
+//              f32[3,5] -> 8x128x4 bytes; bf16[3,5] -> 8x128x2 bytes.
 //   rank 1     the dimension is rounded up to 1024 elements: XLA:TPU lays
 //              out vectors as {0:T(1024)} (f32/s32) and {0:T(1024)(128)(2,1)}
 //              (bf16), one 4 KiB tile of 32-bit words per 1024 elements.

@@ -13,6 +13,7 @@ run_cmd 0 "compile text" -- compile "${K[@]}" --target=tpu-v6e:2x4 && {
     expect_in "$WORK/out" "  $row " "row $row"
   done
   expect_in "$WORK/out" "tpuoff TPU-padded peak vs XLA:TPU:" "diff line"
+  expect_in "$WORK/out" "tpuoff v6e model (temporaries in VMEM" "v6e model line"
 }
 
 run_cmd 0 "compile json" -- compile "${K[@]}" --json && {
@@ -21,13 +22,17 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert set(d["xla_tpu"]) == {"peak_bytes", "argument_bytes", "output_bytes", "alias_bytes",
                              "temp_bytes", "generated_code_bytes"}, d
-assert set(d["tpuoff"]) == {"peak_bytes", "tpu_peak_bytes"}, d
+assert set(d["tpuoff"]) == {"peak_bytes", "tpu_peak_bytes", "v6e_hbm_bytes",
+                            "v6e_hbm_temp_bytes", "v6e_vmem_bytes"}, d
 x, t = d["xla_tpu"], d["tpuoff"]
 assert x["argument_bytes"] >= 8 * 64 * 8192 * 4 and x["peak_bytes"] >= x["argument_bytes"], x
 # entropy_tiled: logits in, entropy out, nothing else of size: tpuoff's
 # static peak within 1% of XLA's HBM allocation.
 hbm = x["argument_bytes"] + x["output_bytes"] + x["temp_bytes"] - x["alias_bytes"]
 assert abs(t["tpu_peak_bytes"] / hbm - 1) < 0.01, (t, hbm)
+# The v6e model: every temporary fits the VMEM budget here, so its HBM is
+# arguments + outputs, also within 1% of XLA's.
+assert t["v6e_hbm_temp_bytes"] == 0 and abs(t["v6e_hbm_bytes"] / hbm - 1) < 0.01, (t, hbm)
 assert d["target"] == "tpu-v6e:2x4" and d["num_partitions"] == 1, d
 PY
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Every kernel x mode x dtype x sharding tpuoff emits, run on the XLA CPU
-# plugin (`tpuoff compare --backends=emulator,pjrt`: the same module and the
+# Every kernel x mode x dtype x sharding tpuoff emits (1-D and 2x4 meshes),
+# and the GRPO kernels with GRPO_SPEC v2 loss options and presets, run on the
+# XLA CPU plugin (`tpuoff compare --backends=emulator,pjrt`: the same module and the
 # same inputs on the emulator and through PJRT, within the spec tolerances),
 # plus `run --backend=pjrt` writing outputs exactly as the emulator does.
 # Registered only when this build has the PJRT backend and its CPU plugin.
@@ -9,31 +10,61 @@ source "$SRC/tests/cli/data/helpers.bash"
 
 # Small shapes: 8 sequences (batch-shardable over 8 devices), a ragged vocab
 # (1001 = 7 tiles of 128 + a 105 tail; 126 columns per device, the last one
-# padded) and H=32 for the fused kernel.
+# padded) and H=32 for the fused kernel. Shardings: 1-D over 8 devices and
+# the 2x4 meshes (MESH:KINDS).
 SHAPE=(--batch=8 --seq=4 --vocab=1001 --block-size=128)
+compare_case() {  # what, then compare flags
+  local what=$1; shift
+  run_cmd 0 "$what" -- compare "$@" "${SHAPE[@]}" --seed=5 --backends=emulator,pjrt || return
+  expect_in "$WORK/out" "emulator vs pjrt on the" "$what: header" &&
+    expect_in "$WORK/out" "outputs within tolerance" "$what: pass line" &&
+    pass "$what"
+}
+sharding() {  # MESH:KINDS or none -> flags
+  if [[ $1 == none ]]; then echo "--shard=none --mesh=8"; else echo "--mesh=${1%%:*} --shard=${1#*:}"; fi
+}
+extra_for() { [[ $1 == grpo_fused_linear ]] && echo "--hidden=32 --token-chunk=16"; }
 for kernel in grpo_reference grpo_tiled entropy_reference entropy_tiled grpo_fused_linear; do
   case $kernel in
     entropy_*) modes=(fwd) ;;
     *) modes=(fwd bwd fwd_bwd) ;;
   esac
   case $kernel in
-    *_reference) shards=(none batch) ;;
-    *) shards=(none batch vocab) ;;
+    *_reference) shards=(none 8:batch 8:seq 2x4:batch,seq) ;;
+    *) shards=(none 8:batch 8:vocab 8:seq 2x4:batch,vocab 2x4:seq,vocab) ;;
   esac
-  extra=()
-  [[ $kernel == grpo_fused_linear ]] && extra=(--hidden=32 --token-chunk=16)
   for mode in "${modes[@]}"; do
     for dtype in f32 bf16; do
       for shard in "${shards[@]}"; do
-        what="$kernel $mode $dtype shard=$shard"
-        run_cmd 0 "$what" -- compare --kernel=$kernel --mode=$mode --logits-dtype=$dtype \
-          "${SHAPE[@]}" "${extra[@]}" --shard=$shard --mesh=8 --seed=5 \
-          --backends=emulator,pjrt || continue
-        expect_in "$WORK/out" "emulator vs pjrt on the" "$what: header" &&
-          expect_in "$WORK/out" "outputs within tolerance" "$what: pass line" &&
-          pass "$what"
+        # shellcheck disable=SC2046
+        compare_case "$kernel $mode $dtype shard=$shard" --kernel=$kernel --mode=$mode \
+          --logits-dtype=$dtype $(extra_for $kernel) $(sharding "$shard")
       done
     done
+  done
+done
+
+# GRPO_SPEC v2 loss options and trainer presets (fwd_bwd, bf16), each set on
+# every GRPO kernel under its own sharding (the reference's 2-D mesh splits
+# batch and sequence, the others' sequence and vocabulary).
+V2_SETS=(
+  "none|--policy-loss=gspo --loss-type=sequence_mean"
+  "8:batch|--policy-loss=gspo_token --loss-type=sequence_mean --empty-rows=skip"
+  "2x4|--policy-loss=cispo --is-level=token --is-mode=mask --kl-estimator=k1 --beta=0.04"
+  "8:seq|--policy-loss=sapo --advantage-shape=token --kl-estimator=low_var_kl --beta=0.04 --log-ratio-clamp=20"
+  "none|--entropy-coef=0.01 --temperature=0.7 --temperature-mode=post_lse --is-level=sequence --row-count-input --loss-type=sequence_mean --empty-rows=skip"
+  "2x4|--preset=verl-gspo"
+  "8:batch|--preset=trl-dapo"
+)
+for kernel in grpo_reference grpo_tiled grpo_fused_linear; do
+  for set in "${V2_SETS[@]}"; do
+    shard=${set%%|*} opts=${set#*|}
+    if [[ $shard == 2x4 ]]; then
+      [[ $kernel == grpo_reference ]] && shard=2x4:batch,seq || shard=2x4:seq,vocab
+    fi
+    # shellcheck disable=SC2046,SC2086
+    compare_case "$kernel v2 $opts shard=$shard" --kernel=$kernel --mode=fwd_bwd \
+      --logits-dtype=bf16 $(extra_for $kernel) $(sharding "$shard") $opts
   done
 done
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "hlo/analysis/memory_analysis.h"
+#include "hlo/analysis/v6e_memory_spaces.h"
 #include "hlo/proto/proto_io.h"
 #include "hlo/text/text_printer.h"
 #include "nlohmann/json.hpp"
@@ -159,6 +160,11 @@ int CompileMain(const std::vector<std::string>& args) {
                ? 100.0 * (static_cast<double>(analysis->tpu_peak.bytes) / xla_bytes - 1.0)
                : 0.0;
   };
+  // tpuoff's model of XLA:TPU's HBM/VMEM placement (v6e_memory_spaces.h):
+  // the HBM XLA allocates, counted as XLA counts it.
+  const hlo::V6eMemorySplit v6e = hlo::SplitV6eMemory(*analysis);
+  const double v6e_rel =
+      xla_hbm > 0 ? 100.0 * (static_cast<double>(v6e.hbm_bytes) / xla_hbm - 1.0) : 0.0;
   std::string out;
   if (json) {
     nlohmann::ordered_json j;
@@ -172,7 +178,10 @@ int CompileMain(const std::vector<std::string>& args) {
                     {"temp_bytes", st.temp_bytes},
                     {"generated_code_bytes", st.generated_code_bytes}};
     j["tpuoff"] = {{"peak_bytes", analysis->peak.bytes},
-                   {"tpu_peak_bytes", analysis->tpu_peak.bytes}};
+                   {"tpu_peak_bytes", analysis->tpu_peak.bytes},
+                   {"v6e_hbm_bytes", v6e.hbm_bytes},
+                   {"v6e_hbm_temp_bytes", v6e.hbm_temp_bytes},
+                   {"v6e_vmem_bytes", v6e.vmem_bytes}};
     out = j.dump(2) + "\n";
   } else {
     out = absl::StrFormat(
@@ -198,6 +207,16 @@ int CompileMain(const std::vector<std::string>& args) {
                               "tpuoff TPU-padded peak vs XLA:TPU: %+.3f%% of its HBM, %+.3f%% "
                               "of its peak\n",
                               rel(xla_hbm), rel(st.peak_bytes)));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("tpuoff v6e model (temporaries in VMEM while they fit its %s MSA "
+                        "budget): HBM %s = argument %s + output %s + HBM temp %s; VMEM %s "
+                        "(%d buffers); vs XLA:TPU's HBM %+.3f%%\n",
+                        runtime::HumanBytes(hlo::V6eMemoryOptions().msa_budget()),
+                        Bytes(v6e.hbm_bytes), runtime::HumanBytes(v6e.argument_bytes),
+                        runtime::HumanBytes(v6e.output_bytes),
+                        runtime::HumanBytes(v6e.hbm_temp_bytes),
+                        runtime::HumanBytes(v6e.vmem_bytes), v6e.num_vmem_buffers, v6e_rel));
   }
   if (absl::Status s = WriteToStdout(out); !s.ok()) return ReportFailure(kCmd, s);
   return kExitOk;
