@@ -445,6 +445,11 @@ TEST(MemoryReport, JsonParsesAndCarriesTheNumbers) {
   EXPECT_EQ(g["temp_bytes"].get<int64_t>(), 1024);
   EXPECT_EQ(g["peak_instruction"].get<std::string>(), "s");
   EXPECT_EQ(g["num_live_at_peak"].get<int64_t>(), 3);
+  // The v6e model: every argument and output in HBM, the temporaries in VMEM.
+  EXPECT_EQ(g["v6e_hbm_temp_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(g["v6e_vmem_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(g["v6e_hbm_bytes"].get<int64_t>(),
+            g["tpu_peak_bytes"].get<int64_t>() - g["tpu_temp_bytes"].get<int64_t>());
   ASSERT_EQ(g["live_at_peak"].size(), 2u);
   const nlohmann::json& top = g["live_at_peak"][0];
   EXPECT_EQ(top["instruction"].get<std::string>(), "c");
@@ -457,6 +462,7 @@ TEST(MemoryReport, JsonParsesAndCarriesTheNumbers) {
   EXPECT_NE(text.find("DOES NOT FIT: TPU-padded peak 12.00K of 9.77K hbm"), std::string::npos)
       << text;
   EXPECT_NE(text.find("peak HBM            2.00K (2048 bytes)"), std::string::npos) << text;
+  EXPECT_NE(text.find("XLA:TPU v6e model   HBM "), std::string::npos) << text;
 }
 
 TEST(MemoryReport, IdenticalDevicesAreGrouped) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "hlo/analysis/v6e_memory_spaces.h"
 #include "hlo/ir/instruction.h"
 #include "runtime/device/device.h"
 #include "tools/io/json_text.h"
@@ -133,6 +134,13 @@ std::string FormatMemoryReport(const hlo::DeviceMemoryReport& report,
                     HumanBytes(a.tpu_peak.temp_bytes), " at t=", a.tpu_peak.time, "\n");
     absl::StrAppend(&out, "  program totals      arguments ", HumanBytes(a.argument_bytes),
                     ", outputs ", HumanBytes(a.output_bytes), "\n");
+    const hlo::V6eMemorySplit v6e = hlo::SplitV6eMemory(a);
+    absl::StrAppend(&out, "  XLA:TPU v6e model   HBM ", Bytes(v6e.hbm_bytes), " = arguments ",
+                    HumanBytes(v6e.argument_bytes), " + outputs ",
+                    HumanBytes(v6e.output_bytes), " + temp ", HumanBytes(v6e.hbm_temp_bytes),
+                    "; VMEM ", HumanBytes(v6e.vmem_bytes), " (", v6e.num_vmem_buffers,
+                    " temporaries within the ",
+                    HumanBytes(hlo::V6eMemoryOptions().msa_budget()), " MSA budget)\n");
     absl::StrAppend(&out, LiveTable(a, options.top));
     const bool fits = GroupFits(g, options);
     absl::StrAppend(&out, "  ", fits ? "fits" : "DOES NOT FIT", ": TPU-padded peak ",
@@ -154,6 +162,7 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
   Json groups = Json::array();
   for (const DeviceGroup& g : report.groups) {
     const MemoryAnalysis& a = g.analysis;
+    const hlo::V6eMemorySplit v6e = hlo::SplitV6eMemory(a);
     Json live = Json::array();
     const int shown = std::min<int>(options.top, static_cast<int>(a.peak.live.size()));
     for (int i = 0; i < shown; ++i) {
@@ -189,6 +198,9 @@ std::string MemoryReportJson(const hlo::DeviceMemoryReport& report,
                       {"padding_overhead_bytes", a.tpu_peak.bytes - a.peak.bytes},
                       {"total_argument_bytes", a.argument_bytes},
                       {"total_output_bytes", a.output_bytes},
+                      {"v6e_hbm_bytes", v6e.hbm_bytes},
+                      {"v6e_hbm_temp_bytes", v6e.hbm_temp_bytes},
+                      {"v6e_vmem_bytes", v6e.vmem_bytes},
                       {"fits", GroupFits(g, options)},
                       {"num_live_at_peak", a.peak.live.size()},
                       {"live_at_peak", std::move(live)}});
