@@ -42,12 +42,26 @@ nanobind::dict Signature(const Module& module);
 std::string MemoryJson(const Module& module, double hbm_gib, int top);
 
 // --- run_api.cc ------------------------------------------------------------
-// Runs the module on the host emulator. `inputs` maps every entry parameter
-// name (global names for partitioned modules) to an array, or for a
-// non-partitioned SPMD module to one array or a list of one per device.
-// Returns ([(output name, array, numpy type name)], stats dict). The GIL is
-// released while the module runs.
-nanobind::tuple Run(const Module& module, nanobind::dict inputs, int threads, double hbm_gib);
+// How tpuoff.run runs a module: `tpuoff run`'s flags of the same names.
+struct RunConfig {
+  std::string backend = "emulator";  // "emulator" | "pjrt"
+  int threads = 0;                   // emulator host threads (0 = all)
+  double hbm_gib = 32.0;             // emulator HBM per device
+  int64_t max_loop_iterations = 0;   // emulator; 0 = no limit
+  double timeout = 0;                // emulator, seconds; 0 = no limit
+  double collective_timeout = 60;    // emulator, seconds
+  std::string pjrt_plugin;           // pjrt; empty = the build's CPU plugin
+};
+// Runs the module as `tpuoff run` does (tools::RunOnBackend, after the same
+// host-memory check). `inputs` maps every entry parameter name (global
+// names for partitioned modules) to an array, or for a non-partitioned SPMD
+// module to one array or a list of one per device. Returns ([(output name,
+// array, numpy type name)], stats dict). The GIL is released while the
+// module runs.
+nanobind::tuple Run(const Module& module, nanobind::dict inputs, const RunConfig& config);
+// {"available": bool, "cpu_plugin": path, "tpu_plugin": path}: whether this
+// build has the PJRT backend and the plugins it found when it was built.
+nanobind::dict PjrtInfo();
 
 }  // namespace tpuoff::python
 

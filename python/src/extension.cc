@@ -24,5 +24,16 @@ NB_MODULE(_tpuoff, m) {
   m.def("serialize", &Serialize, "module"_a, "format"_a);
   m.def("signature", &Signature, "module"_a);
   m.def("memory_json", &MemoryJson, "module"_a, "hbm_gib"_a, "top"_a);
-  m.def("run", &Run, "module"_a, "inputs"_a, "threads"_a, "hbm_gib"_a);
+  m.def(
+      "run",
+      [](const Module& module, nb::dict inputs, std::string backend, int threads, double hbm_gib,
+         int64_t max_loop_iterations, double timeout, double collective_timeout,
+         std::string pjrt_plugin) {
+        return Run(module, inputs,
+                   RunConfig{std::move(backend), threads, hbm_gib, max_loop_iterations, timeout,
+                             collective_timeout, std::move(pjrt_plugin)});
+      },
+      "module"_a, "inputs"_a, "backend"_a, "threads"_a, "hbm_gib"_a, "max_loop_iterations"_a,
+      "timeout"_a, "collective_timeout"_a, "pjrt_plugin"_a);
+  m.def("pjrt_info", &PjrtInfo);
 }

@@ -1,5 +1,8 @@
-// tpuoff.run: a module on the host emulator with NumPy arrays in and out,
-// borrowed and handed over rather than copied, the GIL released meanwhile.
+// tpuoff.run: a module on the host emulator or a PJRT plugin with NumPy
+// arrays in and out, borrowed and handed over rather than copied, the GIL
+// released meanwhile. The run itself is `tpuoff run`'s: the same host-memory
+// refusal (tools/io/host_budget.h), limits (runtime::RunOptions) and
+// backend dispatch (tools/io/backend_run.h, RunOnBackend).
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -18,8 +21,11 @@
 #include "python/src/arrays.h"
 #include "python/src/status_error.h"
 #include "runtime/emulator/executor.h"
+#include "runtime/pjrt/pjrt_backend.h"
+#include "tools/cli/run_limit_flags.h"
+#include "tools/io/backend_run.h"
+#include "tools/io/host_budget.h"
 #include "tools/io/output_writer.h"
-#include "tools/io/partitioned_io.h"
 
 namespace nb = nanobind;
 
@@ -70,8 +76,11 @@ hlo::Literal Borrow(const std::string& what, nb::handle value, const hlo::Shape&
 
 }  // namespace
 
-nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib) {
+nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
   const hlo::HloModule& m = *module.hlo;
+  const tools::Backend backend = ValueOrThrow(tools::ParseBackend(config.backend));
+  const double hbm_gib = config.hbm_gib;
+  const int threads = config.threads;
   if (!(hbm_gib > 0) || hbm_gib > 1e6) {
     ThrowIfError(absl::InvalidArgumentError(
         absl::StrCat(kCommand, ": hbm_gib must be in (0, 1e6], got ", hbm_gib)));
@@ -79,6 +88,27 @@ nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib
   if (threads < 0 || threads > 4096) {
     ThrowIfError(absl::InvalidArgumentError(
         absl::StrCat(kCommand, ": threads must be in [0, 4096], got ", threads)));
+  }
+  tools::RunLimitFlags limits;
+  limits.max_loop_iterations = config.max_loop_iterations;
+  limits.timeout = config.timeout;
+  limits.collective_timeout = config.collective_timeout;
+  if (absl::Status s = tools::CheckRunLimitFlags(limits); !s.ok()) {
+    // The CLI's message, with the keyword's name for the flag's.
+    std::string message(s.message());
+    for (auto [flag, keyword] : {std::pair{"--max-loop-iterations", "max_loop_iterations"},
+                                 std::pair{"--collective-timeout", "collective_timeout"},
+                                 std::pair{"--timeout", "timeout"}}) {
+      if (message.rfind(flag, 0) == 0) {
+        message = absl::StrCat(keyword, message.substr(std::string(flag).size()));
+        break;
+      }
+    }
+    ThrowIfError(absl::InvalidArgumentError(absl::StrCat(kCommand, ": ", message)));
+  }
+  if (backend != tools::Backend::kPjrt && !config.pjrt_plugin.empty()) {
+    ThrowIfError(absl::InvalidArgumentError(
+        absl::StrCat(kCommand, ": pjrt_plugin needs backend='pjrt'")));
   }
   const bool partitioned = hlo::IsPartitionedModule(m);
   std::optional<hlo::PartitionedSignature> signature;
@@ -135,11 +165,22 @@ nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib
     }
   }
 
-  runtime::RunOptions options;
-  options.num_threads = threads;
-  options.hbm_capacity_bytes =
+  // Nothing more is allocated before the host is known to hold it: the
+  // pieces of a partitioned module's inputs, every device's buffers and the
+  // outputs (the caller's arrays exist already).
+  ThrowIfError(tools::CheckHostMemory(
+      absl::StrCat(kCommand, " of ", m.name()),
+      tools::RunHostNeed(m, signature ? &*signature : nullptr,
+                         {.global_inputs = false, .device_inputs = false})));
+
+  tools::BackendOptions options;
+  options.backend = backend;
+  options.pjrt_plugin = config.pjrt_plugin;
+  options.emulator.num_threads = threads;
+  options.emulator.hbm_capacity_bytes =
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(hbm_gib * 1073741824.0)));
-  options.record_allocations = false;
+  options.emulator.record_allocations = false;
+  tools::ApplyRunLimits(limits, &options.emulator);
   const std::vector<hlo::Shape> leaves = [&] {
     std::vector<hlo::Shape> out;
     // Depth-first leaves, as RunResult::outputs orders them.
@@ -156,14 +197,14 @@ nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib
   const std::vector<std::string> names =
       tools::OutputNames(m, static_cast<int64_t>(leaves.size()));
 
-  absl::StatusOr<runtime::RunResult> result;
+  absl::StatusOr<tools::BackendResult> result;
   {
     nb::gil_scoped_release release;
-    result = partitioned ? tools::RunPartitioned(m, *signature, args[0], options, names)
-             : num_devices == 1 ? runtime::RunModule(m, args[0], options)
-                                : runtime::RunSpmd(m, args, options);
+    result = tools::RunOnBackend(m, signature, args, options,
+                                 partitioned ? names : std::vector<std::string>{});
   }
-  runtime::RunResult r = ValueOrThrow(std::move(result));
+  tools::BackendResult ran = ValueOrThrow(std::move(result));
+  runtime::RunResult& r = ran.run;
 
   nb::list outputs;
   const int64_t per_set = static_cast<int64_t>(names.size());
@@ -186,7 +227,17 @@ nb::tuple Run(const Module& module, nb::dict inputs, int threads, double hbm_gib
   nb::dict stats;
   stats["devices"] = devices;
   stats["wall_seconds"] = r.wall_seconds;
+  stats["backend"] = std::string(tools::BackendName(backend));
+  stats["summary"] = ran.summary;
   return nb::make_tuple(outputs, stats);
+}
+
+nb::dict PjrtInfo() {
+  nb::dict info;
+  info["available"] = runtime::pjrt::Available();
+  info["cpu_plugin"] = runtime::pjrt::DefaultCpuPluginPath();
+  info["tpu_plugin"] = runtime::pjrt::DefaultTpuPluginPath();
+  return info;
 }
 
 }  // namespace tpuoff::python

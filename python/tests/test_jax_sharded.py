@@ -1,8 +1,10 @@
 """tpuoff.jax inside jax.shard_map over 8 host CPU devices: every test vector
-with vocab-sharded logits (vocab_axis) and with batch-sharded logits
-(batch_axis), against the vectors and the unsharded call; meshes with other
-axes (the collectives must run over the named axis only); the fused loss
-with a vocab-sharded lm_head and a batch-sharded hidden; the entropy."""
+(v1 and GRPO_SPEC v2) with vocab-sharded logits (vocab_axis), batch-sharded
+logits (batch_axis), and on 2-D meshes batch and vocab or sequence and vocab
+at once, against the vectors and the unsharded call; meshes with other axes
+(the collectives must run over the named axes only), all three kinds at once
+and several axes for one dimension; the fused loss with a vocab-sharded
+lm_head, a batch-sharded hidden and both (and seq,vocab); the entropy."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,37 +36,68 @@ def pad_vocab(z, multiple):
     return jnp.concatenate([z, jnp.full(z.shape[:-1] + (vp - v,), PAD, z.dtype)], -1)
 
 
-def spec_of(x, batch):
-    """P for a [B,...] input split along B over `batch` (or replicated)."""
-    return P(batch, *([None] * (np.ndim(x) - 1))) if batch and np.ndim(x) else P()
+def spec_of(x, batch, seq=None):
+    """P for a [B], [B,T] (or [B,T,...]) input split along B over `batch` and
+    along T over `seq`; scalars replicated."""
+    nd = np.ndim(x)
+    if nd == 0:
+        return P()
+    return P(batch, *([seq] if nd >= 2 else []), *([None] * max(nd - 2, 0)))
 
 
-def sharded_value_and_grad(case, dtype, m, *, vocab_axis=None, batch_axis=None, **kwargs):
+def pad_seq(case, multiple):
+    """The case's inputs with T padded to a multiple: tokens of mask 0 (logits
+    0, ids 0, other per-token inputs 0), which weigh nothing; a constant
+    loss keeps dividing by the real T (max_len)."""
+    t = case.inputs["chosen_ids"].shape[1]
+    tp = -(-t // multiple) * multiple
+    options = dict(case.options)
+    if options.get("loss_type") == "constant" and options.get("max_len") is None:
+        options["max_len"] = t
+    if tp == t:
+        return case.inputs, options, t
+    inputs = {}
+    for k, x in case.inputs.items():
+        if np.ndim(x) >= 2 and x.shape[1] == t and k != "lm_head":
+            widths = [(0, 0), (0, tp - t)] + [(0, 0)] * (np.ndim(x) - 2)
+            x = np.pad(x, widths)
+        inputs[k] = x
+    return inputs, options, t
+
+
+def sharded_value_and_grad(case, dtype, m, *, vocab_axis=None, batch_axis=None, seq_axis=None,
+                           **kwargs):
     """value_and_grad of grpo_loss inside shard_map over mesh `m`; logits split
-    along V over vocab_axis and/or along B over batch_axis."""
-    z = logits_array(case, dtype)
+    along V over vocab_axis, along B over batch_axis and along T over
+    seq_axis (T padded with mask-0 tokens when the axis does not divide it)."""
+    inputs, options, t = pad_seq(case, m.shape[seq_axis] if seq_axis else 1)
+    z = jnp.asarray(inputs["logits"], jnp.bfloat16 if dtype == "bf16" else jnp.float32)
     v = z.shape[-1]
     if vocab_axis:
         z = pad_vocab(z, m.shape[vocab_axis])
-    extras = extra_inputs(case)
-    per_token = lambda x: spec_of(x, batch_axis) if np.ndim(x) >= 1 else P()
-    in_specs = (P(batch_axis, None, vocab_axis), per_token(case.inputs["chosen_ids"]),
-                per_token(case.inputs["completion_mask"]), per_token(case.inputs["advantages"]),
+    extras = extra_inputs(vectors.Case(**{**case.__dict__, "inputs": inputs}))
+    per_token = lambda x: spec_of(x, batch_axis, seq_axis)
+    in_specs = (P(batch_axis, seq_axis, vocab_axis), per_token(inputs["chosen_ids"]),
+                per_token(inputs["completion_mask"]), per_token(inputs["advantages"]),
                 {k: per_token(x) for k, x in extras.items()})
 
     def body(logits, chosen_ids, mask, adv, extra):
         def f(lg):
-            return tj.grpo_loss(lg, chosen_ids, mask, adv, **extra, **case.options,
-                                vocab_axis=vocab_axis, batch_axis=batch_axis, **kwargs)
+            return tj.grpo_loss(lg, chosen_ids, mask, adv, **extra, **options,
+                                vocab_axis=vocab_axis, batch_axis=batch_axis, seq_axis=seq_axis,
+                                **kwargs)
         return jax.value_and_grad(f, has_aux=True)(logits)
 
-    out_specs = ((P(), {n: P(batch_axis, None) for n in AUX}), P(batch_axis, None, vocab_axis))
+    out_specs = ((P(), {n: P(batch_axis, seq_axis) for n in AUX}),
+                 P(batch_axis, seq_axis, vocab_axis))
     run = jax.jit(jax.shard_map(body, mesh=m, in_specs=in_specs, out_specs=out_specs))
-    (loss, aux), dlogits = run(z, case.inputs["chosen_ids"], case.inputs["completion_mask"],
-                               case.inputs["advantages"], extras)
+    (loss, aux), dlogits = run(z, inputs["chosen_ids"], inputs["completion_mask"],
+                               inputs["advantages"], extras)
     dlogits = np.asarray(dlogits.astype(jnp.float32))
     assert np.all(dlogits[..., v:] == 0), "padding columns must get zero gradient"
-    return loss, aux, dlogits[..., :v]
+    assert np.all(dlogits[:, t:] == 0), "padding tokens must get zero gradient"
+    aux = {n: np.asarray(a)[:, :t] for n, a in aux.items()}
+    return loss, aux, dlogits[:, :t, :v]
 
 
 def close_to_unsharded(case, dtype, got, **kwargs):
@@ -143,19 +176,73 @@ def test_vocab_axis_collectives_are_the_axis_groups():
     assert "call @tpuoff_grpo_tiled_fwd" in text
 
 
-def test_batch_and_vocab_axes_together_need_2d_kernels():
+def mesh_2d(b, minor="model"):
+    """A 2-D mesh of 8 devices whose major axis "data" divides the batch B
+    (2x4; B = 3: 3x2, B = 5: 5x1)."""
+    nb = next((n for n in (2, 4) if b % n == 0), b)
+    return mesh((nb, 8 // nb), ("data", minor))
+
+
+@pytest.mark.parametrize("case", GRPO, ids=ids(GRPO))
+def test_batch_and_vocab_on_2d_mesh(case):
+    # Batch over "data" and vocab over "model" at once: tpuoff's
+    # --mesh=AxB --shard=batch,vocab module mapped onto the two JAX axes.
+    m = mesh_2d(case.shape["B"])
+    kw = dict(kernel="grpo_tiled", block_size=16)
+    got = sharded_value_and_grad(case, case.dtype, m, batch_axis="data", vocab_axis="model", **kw)
+    check_against_expected(case, *got, what=f"{case.id} batch,vocab {dict(m.shape)}")
+    close_to_unsharded(case, case.dtype, got, **kw)
+
+
+@pytest.mark.parametrize("case", GRPO, ids=ids(GRPO))
+def test_seq_and_vocab_on_2d_mesh(case):
+    # Sequence over "seq" (2; T padded with mask-0 tokens when odd) and vocab
+    # over "model" (4): row sums (GSPO ratios, sequence_mean, sequence-level
+    # IS) run across the sequence shards.
+    m = mesh((2, 4), ("seq", "model"))
+    kw = dict(kernel="grpo_tiled", block_size=16)
+    got = sharded_value_and_grad(case, case.dtype, m, seq_axis="seq", vocab_axis="model", **kw)
+    check_against_expected(case, *got, what=f"{case.id} seq,vocab 2x4")
+    close_to_unsharded(case, case.dtype, got, **kw)
+
+
+@pytest.mark.parametrize("case", [BY_ID[k] for k in ("grpo/sequence_mean", "grpo/constant_norm")]
+                         + [c for c in GRPO if c.path.parent.name == "grpo_v2"][:3],
+                         ids=lambda c: c.id)
+def test_batch_seq_vocab_and_axis_tuples(case):
+    # Every kind at once on a 2x2x2 mesh whose axes JAX orders differently
+    # from the kernel (vocab major), then two axes for one dimension
+    # (batch over ("a", "b"), the first major).
+    b = case.shape["B"]
+    if b % 2 == 0:
+        m = mesh((2, 2, 2), ("v", "t", "b"))
+        got = sharded_value_and_grad(case, case.dtype, m, batch_axis="b", seq_axis="t",
+                                     vocab_axis="v", kernel="grpo_tiled", block_size=16)
+        check_against_expected(case, *got, what=f"{case.id} b,t,v 2x2x2")
+    if b % 4 == 0:
+        m = mesh((2, 2, 2), ("a", "b", "model"))
+        got = sharded_value_and_grad(case, case.dtype, m, batch_axis=("a", "b"),
+                                     vocab_axis="model", kernel="grpo_tiled", block_size=16)
+        check_against_expected(case, *got, what=f"{case.id} (a,b),model 2x2x2")
+    m = mesh((2, 4), ("x", "model"))
+    got = sharded_value_and_grad(case, case.dtype, m, seq_axis=("x", "model"),
+                                 kernel="grpo_reference")
+    check_against_expected(case, *got, what=f"{case.id} seq over (x,model)")
+
+
+def test_axis_named_twice():
     m = mesh((2, 4), ("data", "model"))
     case = BY_ID["grpo/bf16_logits"]
-    with pytest.raises(NotImplementedError, match="2-D sharded kernel"):
-        sharded_value_and_grad(case, "f32", m, vocab_axis="model", batch_axis="data")
+    with pytest.raises(ValueError, match="mesh axis 'model' is named twice"):
+        sharded_value_and_grad(case, "f32", m, vocab_axis="model", batch_axis="model")
 
 
-def fused_inputs(case, dtype, vocab_multiple):
+def fused_inputs(inputs, dtype, vocab_multiple):
     """hidden, lm_head padded for a vocab split: one extra hidden unit equal to 1
     whose lm_head row is 0 on the real columns and -1e9 on padding columns, so
     the padded logits are -1e9 and the real ones unchanged."""
-    h = np.asarray(case.inputs["hidden"], np.float32)
-    w = np.asarray(case.inputs["lm_head"], np.float32)
+    h = np.asarray(inputs["hidden"], np.float32)
+    w = np.asarray(inputs["lm_head"], np.float32)
     v = w.shape[1]
     vp = -(-v // vocab_multiple) * vocab_multiple
     if vp != v:
@@ -168,41 +255,56 @@ def fused_inputs(case, dtype, vocab_multiple):
     return jnp.asarray(h, jt), jnp.asarray(w, jt), vp != v
 
 
-@pytest.mark.parametrize("how", ["vocab", "batch"])
+def fused_mesh(case, how):
+    """(mesh, batch_axis, seq_axis, vocab_axis) of a sharding of the fused tests."""
+    b = case.shape["B"]
+    if how == "vocab":
+        return mesh((8,), ("model",)), None, None, "model"
+    if how == "batch":
+        m, axis = batch_mesh(b)
+        return m, axis, None, None
+    if how == "batch,vocab":
+        return mesh_2d(b), "data", None, "model"
+    assert how == "seq,vocab"
+    return mesh((2, 4), ("seq", "model")), None, "seq", "model"
+
+
+@pytest.mark.parametrize("how", ["vocab", "batch", "batch,vocab", "seq,vocab"])
 @pytest.mark.parametrize("case", FUSED, ids=ids(FUSED))
 def test_fused_sharded(case, how):
-    if how == "vocab":
-        m, vocab_axis, batch_axis = mesh((8,), ("model",)), "model", None
-    else:
-        (m, batch_axis), vocab_axis = batch_mesh(case.shape["B"]), None
-    h, w, padded = fused_inputs(case, case.dtype, 8 if how == "vocab" else 1)
-    extras = extra_inputs(case)
-    per_token = lambda x: spec_of(x, batch_axis)
-    in_specs = (P(batch_axis, None, None), P(None, vocab_axis), per_token(case.inputs["chosen_ids"]),
-                per_token(case.inputs["completion_mask"]), per_token(case.inputs["advantages"]),
-                {k: per_token(x) for k, x in extras.items()})
+    m, batch_axis, seq_axis, vocab_axis = fused_mesh(case, how)
+    inputs, options, t = pad_seq(case, m.shape[seq_axis] if seq_axis else 1)
+    h, w, padded = fused_inputs(inputs, case.dtype, m.shape[vocab_axis] if vocab_axis else 1)
+    extras = extra_inputs(vectors.Case(**{**case.__dict__, "inputs": inputs}))
+    per_token = lambda x: spec_of(x, batch_axis, seq_axis)
+    in_specs = (P(batch_axis, seq_axis, None), P(None, vocab_axis),
+                per_token(inputs["chosen_ids"]), per_token(inputs["completion_mask"]),
+                per_token(inputs["advantages"]), {k: per_token(x) for k, x in extras.items()})
 
     def body(h_, w_, ids_, mask, adv, extra):
         def f(hh, ww):
-            return tj.grpo_fused_linear_loss(hh, ww, ids_, mask, adv, **extra, **case.options,
+            return tj.grpo_fused_linear_loss(hh, ww, ids_, mask, adv, **extra, **options,
                                              block_size=64, vocab_axis=vocab_axis,
-                                             batch_axis=batch_axis)
+                                             batch_axis=batch_axis, seq_axis=seq_axis)
         return jax.value_and_grad(f, argnums=(0, 1), has_aux=True)(h_, w_)
 
-    out_specs = ((P(), {n: P(batch_axis, None) for n in AUX}),
-                 (P(batch_axis, None, None), P(None, vocab_axis)))
+    out_specs = ((P(), {n: P(batch_axis, seq_axis) for n in AUX}),
+                 (P(batch_axis, seq_axis, None), P(None, vocab_axis)))
     run = jax.jit(jax.shard_map(body, mesh=m, in_specs=in_specs, out_specs=out_specs))
-    (loss, aux), (dh, dw) = run(h, w, case.inputs["chosen_ids"], case.inputs["completion_mask"],
-                                case.inputs["advantages"], extras)
+    (loss, aux), (dh, dw) = run(h, w, inputs["chosen_ids"], inputs["completion_mask"],
+                                inputs["advantages"], extras)
     hdim, v = case.inputs["lm_head"].shape
-    dh = np.asarray(dh.astype(jnp.float32))[..., :hdim]
+    dh = np.asarray(dh.astype(jnp.float32))
+    assert np.all(dh[:, t:] == 0), "padding tokens must get zero gradient"
+    dh = dh[:, :t, :hdim]
     dw = np.asarray(dw.astype(jnp.float32))
     if padded:
         assert np.all(dw[:hdim, v:] == 0)
     what = f"{case.id} fused {how}"
     vectors.assert_close(loss, case.expected["loss"], case.atol, case.rtol, f"{what} loss")
     for n in AUX:
-        vectors.assert_close(aux[n], case.expected[n], case.atol, case.rtol, f"{what} {n}")
+        vectors.assert_close(np.asarray(aux[n])[:, :t], case.expected[n], case.atol, case.rtol,
+                             f"{what} {n}")
     vectors.assert_close(dh, case.expected["d_hidden"], case.atol, case.rtol, f"{what} d_hidden")
     vectors.assert_close(dw[:hdim, :v], case.expected["d_lm_head"], case.atol, case.rtol,
                          f"{what} d_lm_head")
@@ -221,6 +323,15 @@ def test_entropy(kernel):
                                         in_specs=P(None, None, "model"), out_specs=P()))(
             pad_vocab(z, 8))
         vectors.assert_close(sharded, whole, 1e-6, 1e-5, "vocab-sharded entropy")
+        # 2-D: batch over 3 and vocab over 2; seq over 2 (T = 4) and vocab over 4.
+        for shape, names, kw2, spec in (
+                ((3, 2), ("data", "model"), dict(batch_axis="data"), P("data", None, "model")),
+                ((2, 4), ("seq", "model"), dict(seq_axis="seq"), P(None, "seq", "model"))):
+            m = mesh(shape, names)
+            got = jax.jit(jax.shard_map(
+                lambda x: tj.entropy(x, vocab_axis="model", **kw2, **kw), mesh=m, in_specs=spec,
+                out_specs=P(*spec[:2])))(pad_vocab(z, shape[1]))
+            vectors.assert_close(got, whole, 1e-6, 1e-5, f"{names} entropy")
     m = mesh((3,), ("data",))
     by_batch = jax.jit(jax.shard_map(lambda x: tj.entropy(x, batch_axis="data", **kw), mesh=m,
                                      in_specs=P("data"), out_specs=P("data")))(z)

@@ -49,6 +49,8 @@ def load(path: Path, label: str = "") -> Case:
             inputs[key] = np.asarray(value, np.float32)
         else:
             options[_RENAME.get(key, key)] = value
+    if c.get("preset"):
+        options["preset"] = c["preset"]
     for name, spec in c["inputs"].items():
         inputs[name] = np.load(path / spec["file"])
     expected = {name: np.load(path / spec["file"]) for name, spec in c["expected"].items()}

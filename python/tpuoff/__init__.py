@@ -16,6 +16,7 @@ from tpuoff._api import (
     kernel_option_names,
     load,
     memory,
+    pjrt_info,
     run,
     signature,
 )
@@ -34,7 +35,7 @@ from tpuoff._errors import (
 )
 
 __all__ = [
-    "BACKENDS", "Module", "kernel_hlo", "kernel_option_names", "load", "memory", "run",
+    "BACKENDS", "Module", "kernel_hlo", "kernel_option_names", "load", "memory", "pjrt_info", "run",
     "signature", "Error", "AlreadyExistsError", "DeadlineExceededError",
     "FailedPreconditionError", "InternalError", "InvalidArgumentError", "NotFoundError",
     "OutOfRangeError", "PermissionDeniedError", "ResourceExhaustedError",

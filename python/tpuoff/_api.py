@@ -185,9 +185,26 @@ def _as_output(array: Any, type_name: str) -> Any:
     return array
 
 
+# Keywords of run() that only the emulator has (the CLI refuses the same
+# flags with --backend=pjrt), and their defaults.
+_EMULATOR_ONLY = {"threads": 0, "hbm_gib": 32.0, "max_loop_iterations": 0, "timeout": 0.0,
+                  "collective_timeout": 60.0}
+
+
+def pjrt_info() -> dict:
+    """Whether this build has the PJRT backend (``available``) and the plugins
+    it found when it was built (``cpu_plugin``: the XLA CPU plugin run(...,
+    backend="pjrt") uses by default; ``tpu_plugin``: libtpu), as ``tpuoff run
+    --backend=pjrt`` finds them (tools/pjrt/setup_plugins.sh's venv)."""
+    return dict(_tpuoff.pjrt_info())
+
+
 def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
-        threads: int = 0, hbm_gib: float = 32.0, return_stats: bool = False):
-    """Runs a module and returns ``{output name: numpy array}``.
+        threads: int | None = None, hbm_gib: float | None = None,
+        max_loop_iterations: int | None = None, timeout: float | None = None,
+        collective_timeout: float | None = None, pjrt_plugin: str | os.PathLike | None = None,
+        return_stats: bool = False):
+    """Runs a module as ``tpuoff run`` does and returns ``{output name: numpy array}``.
 
     ``module``: HLO text, module bytes, a path or a :class:`Module`.
     ``inputs``: one array per entry parameter, by name. Arrays are borrowed,
@@ -200,28 +217,50 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
     ``tpuoff run`` does; other SPMD modules take one array for every device
     or a list of one per device, and return ``name.deviceD`` outputs.
 
-    Outputs are the emulator's own buffers handed to NumPy (no copy); bf16
-    outputs are ``ml_dtypes.bfloat16`` arrays (uint16 bits without ml_dtypes).
-    The GIL is released while the module runs. Running out of simulated HBM
-    (``hbm_gib`` per device) raises MemoryError. ``threads``: host threads (0 =
-    all). With ``return_stats``, returns ``(outputs, stats)``, stats holding each
-    device's peak HBM bytes and the wall time.
+    ``backend``: "emulator" (the host emulator of TPU v6e devices) or "pjrt"
+    (a PJRT plugin: ``pjrt_plugin``, a path, or by default the XLA CPU plugin
+    this build found, :func:`pjrt_info`; an SPMD module runs on
+    num_partitions of its devices as is; a build without the PJRT backend
+    raises tpuoff.FailedPreconditionError saying how to build it).
 
-    ``backend``: "emulator" (the host emulator of TPU v6e devices); "pjrt" runs
-    on a PJRT plugin when this build has the PJRT backend.
+    Emulator options (the CLI's flags of the same names; refused with
+    backend="pjrt"): ``hbm_gib`` HBM per device (default 32; running out
+    raises MemoryError), ``threads`` host threads (default 0 = all),
+    ``max_loop_iterations`` (a while loop running more fails the run,
+    MemoryError/ResourceExhaustedError; default 0 = no limit), ``timeout``
+    seconds for the whole run (tpuoff.DeadlineExceededError, a TimeoutError,
+    naming the loop and instruction; default 0 = none),
+    ``collective_timeout`` seconds a device waits at a collective (default 60).
+    A run the host cannot hold (device buffers, the pieces of partitioned
+    inputs, outputs) is refused before anything is allocated (MemoryError).
+
+    Outputs are the backend's own buffers handed to NumPy (no copy); bf16
+    outputs are ``ml_dtypes.bfloat16`` arrays (uint16 bits without ml_dtypes).
+    The GIL is released while the module runs. With ``return_stats``, returns
+    ``(outputs, stats)``: ``devices`` (the emulator's peak HBM bytes per
+    device; empty for PJRT), ``wall_seconds``, ``backend`` and ``summary``
+    (for PJRT: the plugin, its API version, compile and execute times).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "pjrt":
-        raise NotImplementedError(
-            "backend='pjrt': this build of tpuoff has no PJRT backend (runtime/pjrt); "
-            "use backend='emulator'")
     if not isinstance(inputs, Mapping):
         raise TypeError(f"inputs must be a mapping of parameter name to array, "
                         f"got {type(inputs).__name__}")
+    given = {"threads": threads, "hbm_gib": hbm_gib, "max_loop_iterations": max_loop_iterations,
+             "timeout": timeout, "collective_timeout": collective_timeout}
+    if backend == "pjrt":
+        for key, value in given.items():
+            if value is not None:
+                raise ValueError(f"run(): {key} applies to the emulator, not backend='pjrt'")
+    elif pjrt_plugin is not None:
+        raise ValueError("run(): pjrt_plugin needs backend='pjrt'")
+    opts = {k: _EMULATOR_ONLY[k] if v is None else v for k, v in given.items()}
     m = load(module)
     dtypes = {p["name"]: p["dtype"] for p in m.signature["parameters"]}
     prepared = {str(k): _as_input(v, dtypes.get(str(k))) for k, v in inputs.items()}
-    outputs, stats = _tpuoff.run(m._core, prepared, int(threads), float(hbm_gib))
+    outputs, stats = _tpuoff.run(
+        m._core, prepared, backend, int(opts["threads"]), float(opts["hbm_gib"]),
+        int(opts["max_loop_iterations"]), float(opts["timeout"]),
+        float(opts["collective_timeout"]), "" if pjrt_plugin is None else os.fspath(pjrt_plugin))
     result = {name: _as_output(array, type_name) for name, array, type_name in outputs}
     return (result, stats) if return_stats else result

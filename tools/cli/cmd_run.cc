@@ -214,7 +214,8 @@ int RunMain(const std::vector<std::string>& args) {
     return ReportUsageError(kCmd, "--pjrt-plugin needs --backend=pjrt");
   }
   if (backend == Backend::kPjrt) {
-    for (const char* name : {"trace", "hbm-gib", "threads", "max-loop-iterations", "collective-timeout"}) {
+    for (const char* name : {"trace", "hbm-gib", "threads", "max-loop-iterations", "timeout",
+                              "collective-timeout"}) {
       if (flags.WasSet(name)) {
         return ReportUsageError(
             kCmd, absl::StrCat("--", name, " applies to the emulator, not --backend=pjrt"));
@@ -264,23 +265,13 @@ int RunMain(const std::vector<std::string>& args) {
   const bool local_shards = distributed && partitioned && flags.WasSet("inputs");
   // Nothing is allocated before the host is known to hold it all: inputs,
   // every device's planned buffers and the outputs' copies.
-  {
-    HostNeed need;
-    need.num_devices = block->count;
-    const int64_t entry_args = ParameterBytes(*m.entry());
-    need.inputs = SaturatingBytes(entry_args, block->count);
-    if (partitioned && !local_shards) {
-      need.inputs = SaturatingBytes(need.inputs, 1) + ParameterBytes(params);
-    }
-    need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
-    // Partitioned: the global outputs are assembled from the devices'; with
-    // --outputs every output is also serialised once.
-    const int64_t outputs = partitioned ? ShapesBytes(signature->global_outputs)
-                                        : SaturatingBytes(ResultBytes(*m.entry()), num_devices);
-    need.outputs = (partitioned ? outputs : 0) + (f.outputs.empty() ? 0 : outputs);
-    if (absl::Status s = CheckHostMemory("this run", need); !s.ok()) {
-      return ReportFailure(kCmd, s);
-    }
+  if (absl::Status s = CheckHostMemory(
+          "this run",
+          RunHostNeed(m, partitioned ? &*signature : nullptr,
+                      {.local_devices = block->count, .global_inputs = !local_shards,
+                       .output_copies = f.outputs.empty() ? 0 : 1}));
+      !s.ok()) {
+    return ReportFailure(kCmd, s);
   }
   // Partitioned: one set of global arguments; else one set per device.
   // Distributed: this rank's devices' sets only (read by offset from the

@@ -65,6 +65,27 @@ int64_t DeviceBytesBeyondArguments(const hlo::HloModule& module) {
   return std::max<int64_t>(0, a->peak.bytes - a->peak.argument_bytes);
 }
 
+HostNeed RunHostNeed(const hlo::HloModule& m, const hlo::PartitionedSignature* sig,
+                     const RunHostOptions& o) {
+  HostNeed need;
+  const int64_t all = std::max<int64_t>(m.num_partitions(), 1);
+  need.num_devices = o.local_devices < 0 ? all : o.local_devices;
+  if (sig != nullptr || o.device_inputs) {
+    need.inputs = SaturatingMul(ParameterBytes(*m.entry()), need.num_devices);
+  }
+  if (sig != nullptr && o.global_inputs) {
+    need.inputs = SaturatingAdd(need.inputs, ShapesBytes(sig->global_parameters));
+  }
+  need.per_device = std::max<int64_t>(0, DeviceBytesBeyondArguments(m));
+  // Every device's outputs end up here (a distributed run gathers them on
+  // rank 0); a partitioned module's are also assembled into global arrays.
+  const int64_t outputs = sig != nullptr ? ShapesBytes(sig->global_outputs)
+                                         : SaturatingMul(ResultBytes(*m.entry()), all);
+  need.outputs =
+      SaturatingMul(outputs, (sig != nullptr ? 1 : 0) + std::max<int64_t>(o.output_copies, 0));
+  return need;
+}
+
 absl::Status CheckHostMemory(absl::string_view what, const HostNeed& need) {
   const runtime::HostMemoryInfo host = runtime::QueryHostMemory();
   if (host.available < 0 || need.total() <= host.available) return absl::OkStatus();

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "hlo/ir/computation.h"
 #include "hlo/ir/module.h"
+#include "hlo/spmd/sharding_util.h"
 
 namespace tpuoff::tools {
 
@@ -38,6 +39,24 @@ int64_t ResultBytes(const hlo::HloComputation& computation);
 // planned peak (hlo::AnalyzeMemory) minus the arguments live there. -1 when
 // the analysis fails (the run then reports its own error).
 int64_t DeviceBytesBeyondArguments(const hlo::HloModule& module);
+
+// What running `module` needs on the host, as `tpuoff run` and tpuoff.run
+// count it: the argument arrays, every local device's buffers beyond its
+// arguments, a partitioned module's (`signature` given) reassembled global
+// outputs, and `output_copies` more copies of the outputs (files written).
+struct RunHostOptions {
+  // Devices this process runs (a rank's block); -1: all of the module's.
+  int64_t local_devices = -1;
+  // A partitioned module's global argument arrays are made here (not when
+  // the caller's arrays are borrowed, or a rank reads only its pieces).
+  bool global_inputs = true;
+  // The per-device argument sets are new arrays (not views of the
+  // caller's arrays; a partitioned module's pieces always are).
+  bool device_inputs = true;
+  int64_t output_copies = 0;
+};
+HostNeed RunHostNeed(const hlo::HloModule& module, const hlo::PartitionedSignature* signature,
+                     const RunHostOptions& options);
 
 // RESOURCE_EXHAUSTED "not enough host memory: <what> needs about X
 // (inputs A, device buffers B on N devices, outputs C) but the host has Y

@@ -4,7 +4,9 @@
 #      TPUOFF_PY_VENV, default ~/.cache/tpuoff/py-venv);
 #   2. `pip install .` into it: builds the C++ core and the extension once
 #      (build dir build/python/, incremental afterwards), installs tpuoff and
-#      the tpuoff CLI;
+#      the tpuoff CLI; with the PJRT backend on the pinned plugins of
+#      tools/pjrt/setup_plugins.sh (tpuoff.run(..., backend="pjrt"), as
+#      run_tests.sh builds the CLI);
 #   3. pytest python/tests (8 host CPU devices for the shard_map tests);
 #      reports (XLA memory analysis of the fused loss) in build/python/reports.
 # Extra arguments go to pytest (e.g. -k vocab).
@@ -17,11 +19,14 @@ PY="$(bash "$ROOT/tools/scripts/pinned_venv.sh" "$ROOT/python/requirements-test.
         "${TPUOFF_PY_VENV:-$HOME/.cache/tpuoff/py-venv}" \
         "jax jaxlib numpy ml_dtypes pytest scikit_build_core nanobind" | tail -n 1)"
 
+PJRT_PLUGINS="$(bash "$ROOT/tools/pjrt/setup_plugins.sh" | tail -n 1)"
+
 mkdir -p "$ROOT/build"
 t0=$(date +%s)
-log "pip install . (C++ core + extension; build dir build/python)"
+log "pip install . (C++ core + extension, PJRT plugins $PJRT_PLUGINS; build dir build/python)"
 "$PY" -m pip install -v --disable-pip-version-check --no-input --no-build-isolation --no-deps \
-    --force-reinstall "$ROOT" >"$ROOT/build/python-pip.log" 2>&1 \
+    --force-reinstall -C "cmake.define.TPUOFF_PJRT_PLUGINS=$PJRT_PLUGINS" \
+    "$ROOT" >"$ROOT/build/python-pip.log" 2>&1 \
   || { tail -n 40 "$ROOT/build/python-pip.log" >&2; die "pip install . failed (log: build/python-pip.log)"; }
 log "installed in $(( $(date +%s) - t0 ))s"
 

@@ -8,12 +8,15 @@ XLA program - compiled, fused, scheduled and placed by XLA with everything
 else, on whatever backend runs the program - not a host callback.
 
 Inside ``jax.shard_map`` a sharded kernel is tpuoff's per-device module for a
-1-D mesh of the named axis: its collectives have the replica group
-{0..N-1} of that mesh and its shard index is ``partition-id``. Those are the
-only two mesh-dependent things in it, and they are rewritten here to what JAX
-itself emits for ``psum``/``axis_index`` over that axis of the enclosing mesh
-(see :func:`_map_to_mesh`), so the kernel's own merge of vocab shards (or its
-global token count) runs over exactly that axis, whatever the other axes.
+mesh of the named axes (``--mesh=AxB --shard=batch,vocab``: one module axis
+per named JAX axis, in the order given): its collectives have replica groups
+over that mesh's device numbers (row-major, the first axis major) and its
+shard indices come from ``partition-id``. Those are the only mesh-dependent
+things in it, and they are rewritten here to what JAX itself emits for
+``psum``/``axis_index`` over those axes of the enclosing mesh (see
+:func:`_map_to_mesh`), so the kernel's own merges of vocab shards and its
+sums over batch and sequence shards run over exactly those axes, whatever
+the other axes and however the JAX mesh orders them.
 
 The JAX internals used here (``jax._src.interpreters.mlir``, the MLIR
 bindings of jaxlib, ``ShapedArray(manual_axis_type=...)``) are those of the
@@ -54,7 +57,28 @@ class Port(NamedTuple):
     name: str
     dtype: np.dtype
     shape: tuple[int, ...]
-    replicated: bool  # the same on every device of the module's mesh
+    # What the module's sharding splits this array by ("batch", "seq",
+    # "vocab"; empty: the same on every device of its mesh; None: split in a
+    # way the adapter does not know, taken as varying over every axis).
+    split_kinds: frozenset[str] | None
+
+
+def _split_kinds(name: str, local: tuple[int, ...], global_: tuple[int, ...]):
+    """The kinds of sharding that split array `name`, by tpuoff's rules
+    (kernels/grpo_sharded.cc ArraySpec): lm_head [H,V] by vocab along V;
+    other arrays by batch along dim 0, seq along dim 1 and (logits, dlogits)
+    vocab along dim 2. None when the local shape is split along a dimension
+    the rules do not explain."""
+    if name in ("lm_head", "d_lm_head"):
+        by_dim = {1: "vocab"}
+    else:
+        by_dim = {0: "batch", 1: "seq"}
+        if name in ("logits", "dlogits"):
+            by_dim[2] = "vocab"
+    for dim, (n, g) in enumerate(zip(local, global_)):
+        if n != g and dim not in by_dim:
+            return None
+    return frozenset(kind for dim, kind in by_dim.items() if dim < len(local))
 
 
 class Kernel:
@@ -67,12 +91,15 @@ class Kernel:
         self.proto = module.proto()
         sig = module.signature
         self.num_devices = sig["num_partitions"] if sig["partitioned"] else 1
+        # What each axis of the module's mesh shards (--shard=batch,vocab).
+        shard = [f.split("=", 1)[1] for f in flags if f.startswith("--shard=")]
+        self.axis_kinds = tuple(shard[-1].split(",")) if shard and self.num_devices > 1 else ()
 
         def port(p):
             if p["dtype"] not in _DTYPES:
                 raise NotImplementedError(f"tpuoff.jax: {self.name}: dtype {p['dtype']}")
-            replicated = tuple(p["shape"]) == tuple(p["global_shape"])
-            return Port(p["name"], _DTYPES[p["dtype"]], tuple(p["shape"]), replicated)
+            return Port(p["name"], _DTYPES[p["dtype"]], tuple(p["shape"]),
+                        _split_kinds(p["name"], tuple(p["shape"]), tuple(p["global_shape"])))
 
         self.inputs = tuple(port(p) for p in sig["parameters"])
         self.outputs = tuple(port(p) for p in sig["outputs"])
@@ -119,11 +146,19 @@ def call(k: Kernel, args, axes: tuple[str, ...] = ()) -> list:
     return tpuoff_call_p.bind(*checked, kernel=k, axes=tuple(axes))
 
 
+def _varying_axes(kernel: Kernel, port: Port, axes) -> set[str]:
+    """The JAX axes (of `axes`, the module's mesh axes) over which `port`
+    differs: those whose kind splits it."""
+    if port.split_kinds is None or len(kernel.axis_kinds) != len(axes):
+        return set(axes)
+    return {a for a, kind in zip(axes, kernel.axis_kinds) if kind in port.split_kinds}
+
+
 def _abstract_eval(*avals, kernel: Kernel, axes):
     # Varying manual axes (shard_map's check_vma): an output the module makes
-    # identical across its mesh (all-reduced: the loss, or per-token values
-    # of a vocab-sharded kernel) is invariant over those axes; the others vary
-    # with the inputs and over the axes.
+    # identical across the axes of its mesh (all-reduced: the loss; per-token
+    # values over the vocab axes) is invariant over those axes; it varies
+    # over the axes that split it (and with the inputs over other axes).
     check = jax_config._check_vma.value
     varying = frozenset()
     for a in avals:
@@ -131,7 +166,7 @@ def _abstract_eval(*avals, kernel: Kernel, axes):
     mesh = mesh_lib.get_abstract_mesh()
     out = []
     for p in kernel.outputs:
-        v = (varying - set(axes)) if p.replicated else (varying | set(axes))
+        v = (varying - set(axes)) | _varying_axes(kernel, p, axes)
         if mesh.empty:
             out.append(jcore.ShapedArray(p.shape, p.dtype))
             continue

@@ -51,22 +51,38 @@ def _axis_size(function: str, name: str) -> int:
     return mesh.shape[name]
 
 
-def _sharding(function: str, batch_axis, vocab_axis):
-    """(flags, axes, batch factor, vocab factor) for the named axes."""
-    if batch_axis is not None and batch_axis == vocab_axis:
-        raise ValueError(f"{function}: batch_axis and vocab_axis must differ")
+def _axis_names(function: str, kind: str, value) -> tuple[str, ...]:
+    """A <kind>_axis argument: None, one mesh axis name or a tuple of them
+    (several axes splitting one dimension, the first major, as
+    PartitionSpec(("a", "b")))."""
+    if value is None:
+        return ()
+    names = (value,) if isinstance(value, str) else tuple(value)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{function}: {kind}_axis must be a mesh axis name or a tuple of them, "
+                        f"got {value!r}")
+    return names
+
+
+def _sharding(function: str, batch_axis, vocab_axis, seq_axis=None):
+    """(flags, axes, batch factor, seq factor, vocab factor) for the named
+    axes: the kernel is sharded over a mesh of those axes (in this order,
+    one shard kind each), which the call maps onto the enclosing mesh."""
     axes, sizes, kinds = [], [], []
-    for axis, kind in ((batch_axis, "batch"), (vocab_axis, "vocab")):
-        if axis is not None:
+    for value, kind in ((batch_axis, "batch"), (seq_axis, "seq"), (vocab_axis, "vocab")):
+        for axis in _axis_names(function, kind, value):
+            if axis in axes:
+                raise ValueError(f"{function}: mesh axis {axis!r} is named twice "
+                                 f"(as {kinds[axes.index(axis)]}_axis and {kind}_axis)")
             axes.append(axis)
             sizes.append(_axis_size(function, axis))
             kinds.append(kind)
-    nb = sizes[kinds.index("batch")] if "batch" in kinds else 1
-    nv = sizes[kinds.index("vocab")] if "vocab" in kinds else 1
+    factor = {k: int(np.prod([s for s, kk in zip(sizes, kinds) if kk == k], dtype=np.int64))
+              for k in ("batch", "seq", "vocab")}
     if not axes:
-        return {}, (), nb, nv
+        return {}, (), 1, 1, 1
     return ({"mesh": "x".join(map(str, sizes)), "shard": ",".join(kinds)},
-            tuple(axes), nb, nv)
+            tuple(axes), factor["batch"], factor["seq"], factor["vocab"])
 
 
 def _split_options(function: str, options: dict[str, Any]):
@@ -83,15 +99,7 @@ def _split_options(function: str, options: dict[str, Any]):
     return flags, arrays
 
 
-def _build(function: str, options: dict[str, Any], modes: tuple[str, ...], axes,
-           two_axes: bool):
-    if two_axes:
-        # tpuoff emits 2-D sharded kernels (--mesh=AxB --shard=batch,vocab),
-        # but this adapter maps a kernel's collectives onto one named JAX
-        # mesh axis only.
-        raise NotImplementedError(
-            f"{function}: batch_axis and vocab_axis together need a 2-D sharded "
-            f"kernel mapped onto two JAX mesh axes, which tpuoff.jax does not do yet")
+def _build(function: str, options: dict[str, Any], modes: tuple[str, ...]):
     kernels = []
     for mode in modes:
         flags = tuple(_api.kernel_flags(function, {**options, "mode": mode}))
@@ -147,19 +155,19 @@ _apply.defvjp(_apply_fwd, _apply_bwd)
 
 
 def _loss_call(function, kernel_name, num_diff, values, options, batch_axis, vocab_axis,
-               shape_flags):
+               seq_axis, shape_flags):
     """Builds the forward and backward kernels for the arguments and applies
     them through the custom_vjp; returns (loss, aux metrics)."""
     flags, arrays = _split_options(function, options)
-    sharding, axes, nb, nv = _sharding(function, batch_axis, vocab_axis)
+    sharding, axes, nb, ns, nv = _sharding(function, batch_axis, vocab_axis, seq_axis)
     values.update(arrays)
     for name, flag in _COUNT_INPUTS.items():
         if values.get(name) is not None:
             flags[flag] = True
     values = {k: v for k, v in values.items() if v is not None}
     flags.update(kernel=kernel_name, on_policy="old_logp" not in values, **sharding)
-    flags.update(shape_flags(nb, nv))
-    fwd, bwd = _build(function, flags, ("fwd", "bwd"), axes, len(axes) == 2)
+    flags.update(shape_flags(nb, ns, nv))
+    fwd, bwd = _build(function, flags, ("fwd", "bwd"))
     args = _prepare(function, fwd, values)
     spec = _Spec(fwd, bwd, axes, num_diff)
     outs = _apply(spec, *args)
@@ -169,8 +177,11 @@ def _loss_call(function, kernel_name, num_diff, values, options, batch_axis, voc
 
 
 def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, ref_logp=None,
-              total_valid_tokens=None, *, kernel: str = "grpo_tiled", block_size: int = 2048,
-              vocab_axis: str | None = None, batch_axis: str | None = None, **options):
+              total_valid_tokens=None, *, sampler_logp=None, total_nonempty_rows=None,
+              kernel: str = "grpo_tiled", block_size: int = 2048,
+              vocab_axis: str | tuple[str, ...] | None = None,
+              batch_axis: str | tuple[str, ...] | None = None,
+              seq_axis: str | tuple[str, ...] | None = None, **options):
     """The GRPO loss of docs/GRPO_SPEC.md computed by a tpuoff kernel inside the
     caller's XLA program; differentiable w.r.t. ``logits``.
 
@@ -179,16 +190,26 @@ def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, re
     old_logp [B,T] (None: on-policy, ratio 1); ref_logp [B,T] (needed when
     beta != 0); total_valid_tokens [] (the global token count of token_mean,
     e.g. over micro-batches; None: the mask's sum). Other keyword arguments
-    are the kernel options of ``tpuoff dump`` (eps_low, eps_high, temperature,
-    temperature_mode, beta, delta, loss_type, max_len, ...; see
-    :func:`tpuoff.kernel_option_names`) or further inputs a kernel option asks
-    for, by their parameter name.
+    are the kernel options of ``tpuoff dump`` (:func:`tpuoff.kernel_option_names`):
+    eps_low, eps_high, temperature, temperature_mode, beta, delta, loss_type,
+    max_len, and GRPO_SPEC v2's policy_loss (ppo_clip, gspo, gspo_token,
+    cispo, sapo), kl_estimator, log_ratio_clamp, advantage_shape,
+    entropy_coef, empty_rows, sapo_tau_pos, sapo_tau_neg, is_level, is_mode,
+    is_cap, preset (a trainer's defaults, :func:`tpuoff.kernel_hlo`'s presets).
+    Inputs those options ask for: ``sampler_logp`` [B,T] (the sampler's
+    log-probabilities, for is_level="token"/"sequence"), ``total_nonempty_rows``
+    [] (sequence_mean's global count of non-empty rows with empty_rows="skip";
+    None: counted from the mask).
 
     ``kernel``: "grpo_tiled" (streams the vocab in tiles of ``block_size``) or
-    "grpo_reference". Inside ``jax.shard_map``: ``vocab_axis`` names the mesh
-    axis the logits' vocab dimension is split over (the kernel merges the
-    shards' softmax statistics over it), ``batch_axis`` the axis the batch is
-    split over (the token count and the loss are summed over it). Results
+    "grpo_reference". Inside ``jax.shard_map``, name the mesh axes each
+    dimension of the logits is split over (an axis name, or a tuple of them,
+    the first major, as in ``PartitionSpec``): ``vocab_axis`` (the kernel
+    merges the shards' softmax statistics over it; tiled kernel only),
+    ``batch_axis`` and ``seq_axis`` (token counts, row sums and the loss are
+    summed over them; advantages [B] are whole on every seq shard). Any
+    combination works, e.g. batch over "data" and vocab over "model" of a 2-D
+    mesh; the kernel is tpuoff's module for a mesh of those axes. Results
     equal the unsharded call.
 
     Returns ``(loss, {"per_token_loss", "logp", "entropy", "lse"})``. Only the
@@ -211,24 +232,30 @@ def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, re
               "completion_mask": _constant(completion_mask),
               "advantages": _constant(advantages), "old_logp": _constant(old_logp),
               "ref_logp": _constant(ref_logp),
-              "total_valid_tokens": _constant(total_valid_tokens)}
-    return _loss_call("grpo_loss", kernel, 1, values, options, batch_axis,
-                      vocab_axis,
-                      lambda nb, nv: dict(batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype))
+              "total_valid_tokens": _constant(total_valid_tokens),
+              "sampler_logp": _constant(sampler_logp),
+              "total_nonempty_rows": _constant(total_nonempty_rows)}
+    return _loss_call("grpo_loss", kernel, 1, values, options, batch_axis, vocab_axis, seq_axis,
+                      lambda nb, ns, nv: dict(batch=b * nb, seq=t * ns, vocab=v * nv,
+                                              logits_dtype=dtype))
 
 
 def grpo_fused_linear_loss(hidden, lm_head, chosen_ids, completion_mask, advantages,
                            old_logp=None, ref_logp=None, total_valid_tokens=None, *,
+                           sampler_logp=None, total_nonempty_rows=None,
                            block_size: int = 2048, token_chunk: int | None = None,
-                           vocab_axis: str | None = None, batch_axis: str | None = None,
-                           **options):
+                           vocab_axis: str | tuple[str, ...] | None = None,
+                           batch_axis: str | tuple[str, ...] | None = None,
+                           seq_axis: str | tuple[str, ...] | None = None, **options):
     """:func:`grpo_loss` of ``logits = hidden @ lm_head`` without ever forming
     the [B,T,V] logits or their gradient (tpuoff's grpo_fused_linear kernel);
     differentiable w.r.t. ``hidden`` [B,T,H] and ``lm_head`` [H,V] (same dtype,
     float32 or bfloat16). ``token_chunk``: tokens per matmul tile (None: all
     B*T). ``vocab_axis``: the mesh axis ``lm_head``'s columns are split over;
-    ``batch_axis``: the axis ``hidden``'s batch is split over (``lm_head``
-    replicated there; its gradient is summed over the axis)."""
+    ``batch_axis``/``seq_axis``: the axes ``hidden``'s batch/sequence are
+    split over (``lm_head`` replicated there; its gradient is summed over
+    them); together or alone, as in :func:`grpo_loss`. The loss options and
+    extra inputs are :func:`grpo_loss`'s."""
     hidden, lm_head = jnp.asarray(hidden), jnp.asarray(lm_head)
     if hidden.ndim != 3 or lm_head.ndim != 2 or hidden.shape[2] != lm_head.shape[0]:
         raise TypeError(f"grpo_fused_linear_loss: hidden must be [B,T,H] and lm_head [H,V], "
@@ -244,21 +271,25 @@ def grpo_fused_linear_loss(hidden, lm_head, chosen_ids, completion_mask, advanta
               "completion_mask": _constant(completion_mask),
               "advantages": _constant(advantages), "old_logp": _constant(old_logp),
               "ref_logp": _constant(ref_logp),
-              "total_valid_tokens": _constant(total_valid_tokens)}
+              "total_valid_tokens": _constant(total_valid_tokens),
+              "sampler_logp": _constant(sampler_logp),
+              "total_nonempty_rows": _constant(total_nonempty_rows)}
 
-    def shape_flags(nb, nv):
-        return dict(batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype, hidden=h)
+    def shape_flags(nb, ns, nv):
+        return dict(batch=b * nb, seq=t * ns, vocab=v * nv, logits_dtype=dtype, hidden=h)
 
     return _loss_call("grpo_fused_linear_loss", "grpo_fused_linear", 2, values, options,
-                      batch_axis, vocab_axis, shape_flags)
+                      batch_axis, vocab_axis, seq_axis, shape_flags)
 
 
 def entropy(logits, *, kernel: str = "entropy_tiled", block_size: int = 2048,
-            vocab_axis: str | None = None, batch_axis: str | None = None, **options):
+            vocab_axis: str | tuple[str, ...] | None = None,
+            batch_axis: str | tuple[str, ...] | None = None,
+            seq_axis: str | tuple[str, ...] | None = None, **options):
     """Per-token entropy [B,T] of softmax(logits / temperature) by a tpuoff
     entropy kernel (a metric: no gradient flows through it). ``kernel``:
     "entropy_tiled" or "entropy_reference"; options: temperature, ...;
-    ``vocab_axis``/``batch_axis`` as in :func:`grpo_loss`."""
+    ``vocab_axis``/``batch_axis``/``seq_axis`` as in :func:`grpo_loss`."""
     if kernel not in ("entropy_tiled", "entropy_reference"):
         raise ValueError(f"entropy: kernel must be entropy_tiled or entropy_reference, "
                          f"got {kernel!r}")
@@ -271,11 +302,11 @@ def entropy(logits, *, kernel: str = "entropy_tiled", block_size: int = 2048,
         raise TypeError(f"entropy() got unexpected keyword argument(s) {', '.join(arrays)}")
     if kernel == "entropy_tiled":
         flags["block_size"] = block_size
-    sharding, axes, nb, nv = _sharding("entropy", batch_axis, vocab_axis)
+    sharding, axes, nb, ns, nv = _sharding("entropy", batch_axis, vocab_axis, seq_axis)
     b, t, v = logits.shape
-    flags.update(kernel=kernel, batch=b * nb, seq=t, vocab=v * nv, logits_dtype=dtype,
+    flags.update(kernel=kernel, batch=b * nb, seq=t * ns, vocab=v * nv, logits_dtype=dtype,
                  **sharding)
-    fwd, = _build("entropy", flags, ("fwd",), axes, len(axes) == 2)
+    fwd, = _build("entropy", flags, ("fwd",))
     out = _call.call(fwd, [jax.lax.stop_gradient(logits)], axes)
     return jax.lax.stop_gradient(out[0])
 
