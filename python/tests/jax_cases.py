@@ -82,8 +82,9 @@ def jax_math(case: vectors.Case, logits_f32):
 
 def _jax_math(case: vectors.Case, logits_f32):
     params = {("temp_mode" if k == "temperature_mode" else k): v for k, v in case.options.items()}
-    if "total_valid_tokens" in case.inputs:
-        params["total_valid_tokens"] = float(case.inputs["total_valid_tokens"])
+    for name in ("total_valid_tokens", "total_nonempty_rows"):
+        if name in case.inputs:  # jax_grpo takes the input when its parameter is set
+            params[name] = float(case.inputs[name])
     gp = jax_grpo.GrpoParams(**params)
     gp.on_policy = "old_logp" not in case.inputs
     f = jax_grpo.make_loss_fn(gp)

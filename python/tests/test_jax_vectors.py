@@ -42,9 +42,10 @@ def test_vector(case, kernel):
 
 
 BF16_CASES = [c for c in GRPO if c.dtype == "bf16"]
-# The bf16 re-run of f32 vectors: the v1 folder (every option of the first part
-# of the spec; the v2 vectors run in their own dtypes, bf16 ones included).
-F32_CASES = [c for c in GRPO if c.dtype == "f32" and c.path.parent.name == "grpo"]
+# The bf16 re-run of f32 vectors: the v1 folder with both kernels, the v2
+# folder (GRPO_SPEC v2's options) with the tiled one.
+F32_RUNS = [(c, k) for c in GRPO if c.dtype == "f32" for k in KERNELS
+            if c.path.parent.name == "grpo" or k == "grpo_tiled"]
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -60,8 +61,7 @@ def _v1_only(case):
         "temperature_mode"}
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("case", F32_CASES, ids=ids(F32_CASES))
+@pytest.mark.parametrize("case,kernel", F32_RUNS, ids=[f"{c.id}-{k}" for c, k in F32_RUNS])
 def test_f32_vector_in_bf16(case, kernel):
     """The f32 vectors with their logits rounded to bf16, in the bf16 kernel, against
     the JAX-written math (tools/xla_check/jax_grpo.py; for options it lacks: the f32

@@ -99,6 +99,8 @@ run_cmd 1 "library without GetPjrtApi" -- run --kernel=grpo_tiled --random-input
   expect_in "$WORK/err" "no GetPjrtApi" "no GetPjrtApi message"
 run_cmd 2 "plugin without backend" -- run --kernel=grpo_tiled --random-inputs --pjrt-plugin=x.so
 run_cmd 2 "trace with pjrt" -- run --kernel=grpo_tiled --random-inputs --backend=pjrt --trace=t.json
+run_cmd 2 "timeout with pjrt" -- run --kernel=grpo_tiled --random-inputs --backend=pjrt --timeout=5 &&
+  expect_in "$WORK/err" "--timeout applies to the emulator, not --backend=pjrt" "timeout message"
 run_cmd 2 "bad backends" -- compare --kernel=grpo_tiled --backends=emulator
 run_cmd 2 "unknown backend" -- compare --kernel=grpo_tiled --backends=emulator,gpu
 
