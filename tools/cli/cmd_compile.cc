@@ -93,18 +93,10 @@ int CompileMain(const std::vector<std::string>& args) {
   flags.SetPositionals("MODULE_FILE", 0, 1);
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
+  if (absl::Status s = CheckModuleOrKernelUsage(flags, &kernel, shard); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, &kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (absl::Status s = CheckShardFlagUsage(flags, shard, kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (from_kernel == !flags.positionals().empty()) {
-    return ReportUsageError(
-        kCmd, from_kernel ? "give either MODULE_FILE or --kernel, not both"
-                          : "expected MODULE_FILE or --kernel=NAME");
-  }
   if (!absl::StartsWith(target, kTargetPrefix) || target.size() == kTargetPrefix.size()) {
     return ReportUsageError(kCmd, absl::StrCat("--target wants tpu-<topology> (e.g. "
                                                "tpu-v6e:2x4), got '", target, "'"));

@@ -56,18 +56,10 @@ int MemoryMain(const std::vector<std::string>& args) {
   flags.SetPositionals("MODULE_FILE", 0, 1);
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
+  if (absl::Status s = CheckModuleOrKernelUsage(flags, &kernel, shard); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, &kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (absl::Status s = CheckShardFlagUsage(flags, shard, kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (from_kernel == !flags.positionals().empty()) {
-    return ReportUsageError(
-        kCmd, from_kernel ? "give either MODULE_FILE or --kernel, not both"
-                          : "expected MODULE_FILE or --kernel=NAME");
-  }
   if (!(hbm_gib > 0) || hbm_gib > 1e6) {
     return ReportUsageError(kCmd,
                             absl::StrCat("--hbm-gib must be in (0, 1e6], got ", hbm_gib));

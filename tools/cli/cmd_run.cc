@@ -156,18 +156,10 @@ int RunMain(const std::vector<std::string>& args) {
   flags.SetPositionals("MODULE_FILE", 0, 1);
   if (auto exit = ParseFlagsOrExit(flags, kCmd, args)) return *exit;
 
+  if (absl::Status s = CheckModuleOrKernelUsage(flags, &f.kernel, f.shard); !s.ok()) {
+    return ReportUsageError(kCmd, s.message());
+  }
   const bool from_kernel = flags.WasSet("kernel");
-  if (absl::Status s = CheckKernelFlagUsage(flags, &f.kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (absl::Status s = CheckShardFlagUsage(flags, f.shard, f.kernel); !s.ok()) {
-    return ReportUsageError(kCmd, s.message());
-  }
-  if (from_kernel == !flags.positionals().empty()) {
-    return ReportUsageError(
-        kCmd, from_kernel ? "give either MODULE_FILE or --kernel, not both"
-                          : "expected MODULE_FILE or --kernel=NAME");
-  }
   if (flags.WasSet("inputs") && f.random_inputs) {
     return ReportUsageError(kCmd, "give --inputs=DIR or --random-inputs, not both");
   }

@@ -29,6 +29,19 @@ void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions&
   }
 }
 
+absl::Status CheckModuleOrKernelUsage(const FlagSet& flags, KernelFlags* kernel,
+                                      const ShardFlags& shard, const ShardFlagOptions& options) {
+  RETURN_IF_ERROR(CheckKernelFlagUsage(flags, kernel));
+  RETURN_IF_ERROR(CheckShardFlagUsage(flags, shard, *kernel, options));
+  const bool from_kernel = flags.WasSet("kernel");
+  if (from_kernel == !flags.positionals().empty()) {
+    return absl::InvalidArgumentError(from_kernel
+                                          ? "give either MODULE_FILE or --kernel, not both"
+                                          : "expected MODULE_FILE or --kernel=NAME");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f,
                                                             absl::string_view p) {
   kernels::ShardingSpec spec;

@@ -42,6 +42,13 @@ void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions&
 absl::Status CheckShardFlagUsage(const FlagSet& flags, const ShardFlags& values,
                                  const KernelFlags& kernel, const ShardFlagOptions& options = {});
 
+// The usage checks of a command that takes MODULE_FILE or --kernel (dump,
+// run, memory, cost, compile): the kernel flags (resolving a --preset in
+// place), the shard flags, and exactly one of the two sources given.
+absl::Status CheckModuleOrKernelUsage(const FlagSet& flags, KernelFlags* kernel,
+                                      const ShardFlags& shard,
+                                      const ShardFlagOptions& options = {});
+
 // `prefix` names the flags in messages ("against-").
 absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& flags,
                                                             absl::string_view prefix = "");
