@@ -562,6 +562,7 @@ class Planner {
       case HloOpcode::kBitcastConvert:
       case HloOpcode::kOptimizationBarrier:
       case HloOpcode::kAddDependency:
+      case HloOpcode::kDomain:
         return operand_leaves(0);
       case HloOpcode::kCustomCall:
         if (IsPassThrough(*x)) return operand_leaves(0);
