@@ -67,7 +67,20 @@ def link_inputs(case_dir, names, work, devices=None):
     return d
 
 
-def compare(case_dir, res_dir, meta, per_device=False):
+def check_uniform(got, lo, hi, what):
+    """Values of XLA's `rng` opcode that cannot match bit for bit: all in
+    [lo, hi), and their mean within 5 standard errors of the middle."""
+    g = got.astype(np.float64).ravel()
+    if g.size == 0:
+        return
+    if np.any(g < lo) or np.any(g >= hi):
+        raise Fail(f"{what}: values outside [{lo}, {hi}): min {g.min()}, max {g.max()}")
+    sigma = (hi - lo) / np.sqrt(12.0)
+    if abs(g.mean() - (lo + hi) / 2) > 5 * sigma / np.sqrt(g.size):
+        raise Fail(f"{what}: mean {g.mean():.4g} is not that of uniform [{lo}, {hi})")
+
+
+def compare(case_dir, res_dir, meta, per_device=False, form=""):
     with open(os.path.join(res_dir, "manifest.json")) as f:
         manifest = json.load(f)
     outs = manifest["outputs"] if isinstance(manifest, dict) else manifest
@@ -85,7 +98,18 @@ def compare(case_dir, res_dir, meta, per_device=False):
         if want.dtype.kind == "V":  # ml_dtypes bf16 saved by numpy
             import ml_dtypes
             want = want.view(ml_dtypes.bfloat16)
+        if str(i) in meta.get("random", {}) and not form.startswith("opt."):
+            lo, hi = meta["random"][str(i)]
+            if got.dtype != want.dtype:
+                raise Fail(f"output {i}: dtype {got.dtype}, jax {want.dtype}")
+            check_uniform(got, lo, hi, f"output {i} (rng)")
+            continue
         if meta["exact"] or want.dtype.kind in "biu":
+            if got.dtype != want.dtype and got.dtype.itemsize == want.dtype.itemsize and (
+                    (got.dtype.kind == "f") != (want.dtype.kind == "f")):
+                # XLA types an rng-bit-generator's float output as the
+                # unsigned integer of its bits: compare the bits.
+                got = got.view(want.dtype)
             if not np.array_equal(got.astype(want.dtype) if got.dtype != want.dtype else got,
                                   want, equal_nan=want.dtype.kind in "fc"):
                 bad = np.argwhere(got != want)[:3].tolist()
@@ -146,7 +170,7 @@ def check_form(tpuoff, case_dir, form, meta, work):
             raise Fail(f"run of a module with elided constants: unclear message {p.stderr!r}")
         return {"run": "refused (elided constants)"}
     m = WALL_RE.search(p.stdout)
-    worst = compare(case_dir, res, meta, per_device)
+    worst = compare(case_dir, res, meta, per_device, form)
     return {"run": "ok", "seconds": float(m.group(1)) if m else None, "worst_tol_ratio": worst}
 
 
@@ -165,7 +189,8 @@ def main():
     if a.generate:
         here = os.path.dirname(os.path.abspath(__file__))
         sources = [os.path.join(here, f) for f in
-                   ("jax_corpus.py", "corpus_programs.py", "corpus_programs_more.py")]
+                   ("jax_corpus.py", "corpus_programs.py", "corpus_programs_more.py",
+                    "corpus_programs_linalg.py", "corpus_programs_hlo.py")]
         index_path = os.path.join(a.corpus, "index.json")
         if not os.path.exists(index_path) or os.path.getmtime(index_path) < max(
                 os.path.getmtime(f) for f in sources):
