@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/float16.h"
 #include "runtime/emulator/ops_lapack.h"
@@ -123,9 +124,12 @@ absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const
       if (IsLapackTarget(instr.attrs().custom_call_target)) {
         return LapackCustomCall(instr, in, out);
       }
-      return absl::UnimplementedError(
-          absl::StrCat("custom-call target \"", instr.attrs().custom_call_target, "\" (%",
-                       instr.name(), ") is not supported by the emulator"));
+      return absl::UnimplementedError(absl::StrCat(
+          "custom-call target \"", instr.attrs().custom_call_target, "\" (%", instr.name(),
+          ") is not supported by the emulator",
+          absl::StrContains(instr.attrs().custom_call_target, "callback")
+              ? " (a host callback into the Python process that traced the program)"
+              : ""));
     default:
       return absl::UnimplementedError(absl::StrCat("opcode ", hlo::HloOpcodeString(instr.opcode()),
                                                    " (", instr.name(),
