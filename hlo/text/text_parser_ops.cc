@@ -58,6 +58,7 @@ absl::Status TextParser::ParseOutputOperandAliasing(std::vector<OutputOperandAli
 
 // `{kind="sharding", entry={...}, exit={...}}`.
 absl::Status TextParser::ParseDomain(HloAttributes* a) {
+  const size_t loc = Loc();
   RETURN_IF_ERROR(Expect(TokKind::kLbrace, "to start domain"));
   bool kind = false;
   do {
@@ -79,7 +80,7 @@ absl::Status TextParser::ParseDomain(HloAttributes* a) {
   RETURN_IF_ERROR(Expect(TokKind::kRbrace, "to end domain"));
   if (!kind || a->domain_kind != "sharding" || !a->domain_entry_sharding ||
       !a->domain_exit_sharding) {
-    return TokenError("domain needs kind=\"sharding\", entry= and exit=");
+    return ErrorAt(loc, "domain needs kind=\"sharding\", entry= and exit=");
   }
   return absl::OkStatus();
 }

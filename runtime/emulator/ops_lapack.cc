@@ -140,6 +140,37 @@ absl::Status Getrf(const Call& c) {
   return absl::OkStatus();
 }
 
+// XLA's "LuDecomposition" (jax's TPU lowering of lax.linalg.lu): getrf with
+// jax's 0-based pivots and the row permutation they make.
+template <typename T>
+absl::Status XlaLu(const Call& c) {
+  RETURN_IF_ERROR(NeedCounts(c, 1, 3));
+  const Shape& x = c.operand_shapes[0];
+  ASSIGN_OR_RETURN(Batch b, MatrixBatch(c, x, "operand"));
+  const int64_t k = std::min(b.rows, b.cols);
+  if (!c.result_shapes[0].Compatible(x)) return c.Error("result 0 must match the operand");
+  RETURN_IF_ERROR(NeedBatchShape(c, c.result_shapes[1], x, PrimitiveType::kS32, {k}, "pivots"));
+  RETURN_IF_ERROR(
+      NeedBatchShape(c, c.result_shapes[2], x, PrimitiveType::kS32, {b.rows}, "permutation"));
+  const int64_t mn = b.rows * b.cols;
+  std::vector<T> a(mn);
+  std::vector<int> ipiv(std::max<int64_t>(1, k));
+  for (int64_t i = 0; i < b.count; ++i) {
+    int info = 0;
+    ToColMajor(In<T>(c, 0) + i * mn, b.rows, b.cols, a.data());
+    if (mn > 0) Traits<T>::getrf(b.rows, b.cols, a.data(), ipiv.data(), &info);
+    FromColMajor(a.data(), b.rows, b.cols, Out<T>(c, 0) + i * mn);
+    int* piv = Out<int>(c, 1) + i * k;
+    int* perm = Out<int>(c, 2) + i * b.rows;
+    for (int64_t r = 0; r < b.rows; ++r) perm[r] = static_cast<int>(r);
+    for (int64_t j = 0; j < k; ++j) {
+      piv[j] = mn > 0 ? ipiv[j] - 1 : static_cast<int>(j);
+      std::swap(perm[j], perm[piv[j]]);
+    }
+  }
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::Status Potrf(const Call& c) {
   RETURN_IF_ERROR(NeedCounts(c, 1, 2));
@@ -330,6 +361,7 @@ template <typename T>
 absl::Status Run(const Call& c) {
   const std::string& r = c.routine;
   if (r == "getrf") return Getrf<T>(c);
+  if (r == "xla_lu") return XlaLu<T>(c);
   if (r == "potrf") return Potrf<T>(c);
   if (r == "geqrf") return Geqrf<T>(c);
   if (r == "geqp3") return Geqp3<T>(c);
@@ -361,7 +393,20 @@ bool SplitTarget(absl::string_view target, char* prefix, std::string* routine) {
 }  // namespace
 }  // namespace lapack_internal
 
+// XLA's own linear-algebra custom-calls (what jax lowers qr/eigh/lu to on
+// TPU; XLA's QrExpander / EighExpander define them) and the routine that
+// computes each: "Qr" gives (a, taus) as geqrf, the reflector product is
+// orgqr, "Eigh" is syevd/heevd, "LuDecomposition" getrf.
+const char* XlaLinalgRoutine(absl::string_view target) {
+  if (target == "Qr") return "geqrf";
+  if (target == "ProductOfElementaryHouseholderReflectors") return "orgqr";
+  if (target == "Eigh") return "xla_eigh";
+  if (target == "LuDecomposition") return "xla_lu";
+  return nullptr;
+}
+
 bool IsLapackTarget(absl::string_view target) {
+  if (XlaLinalgRoutine(target) != nullptr) return true;
   char p;
   std::string r;
   if (!lapack_internal::SplitTarget(target, &p, &r)) return false;
@@ -382,19 +427,41 @@ absl::Status LapackCustomCall(const hlo::HloInstruction& instr, const std::vecto
   c.instr = &instr;
   c.in = &in;
   c.out = &out;
-  char prefix = 0;
-  if (!SplitTarget(instr.attrs().custom_call_target, &prefix, &c.routine)) {
-    return c.Error("is not a LAPACK target");
-  }
-  auto attrs = ParseFfiAttributes(instr.attrs().backend_config);
-  if (!attrs.ok()) return c.Error(attrs.status().message());
-  c.attrs = *std::move(attrs);
   for (const hlo::HloInstruction* o : instr.operands()) {
     for (const Shape& s : hlo::LeafShapes(o->shape())) c.operand_shapes.push_back(s);
   }
   c.result_shapes = hlo::LeafShapes(instr.shape());
   if (c.operand_shapes.size() != in.size() || c.result_shapes.size() != out.size()) {
     return c.Error("operand or result leaves do not match the buffers");
+  }
+  char prefix = 0;
+  if (const char* routine = XlaLinalgRoutine(instr.attrs().custom_call_target)) {
+    // Typed by the operand; Eigh's backend_config is "lower,sort,max_iter,tol".
+    c.routine = routine;
+    if (c.operand_shapes.empty()) return c.Error("needs an operand");
+    switch (c.operand_shapes[0].element_type()) {
+      case PrimitiveType::kF32: prefix = 's'; break;
+      case PrimitiveType::kF64: prefix = 'd'; break;
+      case PrimitiveType::kC64: prefix = 'c'; break;
+      case PrimitiveType::kC128: prefix = 'z'; break;
+      default: return c.Error("operands must be f32, f64, c64 or c128");
+    }
+    if (c.routine == "xla_eigh") {
+      std::vector<std::string> parts = absl::StrSplit(instr.attrs().backend_config, ',');
+      int64_t lower = 0;
+      if (parts.size() < 2 || !absl::SimpleAtoi(parts[0], &lower)) {
+        return c.Error(absl::StrCat("backend_config '", instr.attrs().backend_config,
+                                    "' is not lower,sort_eigenvalues,max_iter,tol"));
+      }
+      c.attrs["uplo"] = lower ? 'L' : 'U';
+      c.attrs["mode"] = 'V';
+    }
+  } else if (!SplitTarget(instr.attrs().custom_call_target, &prefix, &c.routine)) {
+    return c.Error("is not a LAPACK target");
+  } else {
+    auto attrs = ParseFfiAttributes(instr.attrs().backend_config);
+    if (!attrs.ok()) return c.Error(attrs.status().message());
+    c.attrs = *std::move(attrs);
   }
   const PrimitiveType want = prefix == 's'   ? PrimitiveType::kF32
                              : prefix == 'd' ? PrimitiveType::kF64

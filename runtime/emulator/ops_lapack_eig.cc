@@ -4,6 +4,7 @@
 // non-finite input, the singular vectors of mode 'N' not computed).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/status_macros.h"
@@ -69,22 +70,31 @@ bool AllFinite(const T* p, int64_t n) {
   return true;
 }
 
+// syevd/heevd, and XLA's "Eigh" (`xla` true: results (v, w), no info).
 template <typename T>
-absl::Status Heevd(const Call& c) {
+absl::Status Heevd(const Call& c, bool xla = false) {
   using R = typename lapack::RealOf<T>::type;
   ASSIGN_OR_RETURN(const char uplo, c.CharAttr("uplo", "LU"));
   ASSIGN_OR_RETURN(const char mode, c.CharAttr("mode", "NV"));
   const PrimitiveType t = c.operand_shapes[0].element_type();
   const int64_t n = c.operand_shapes[0].rank() >= 2 ? c.operand_shapes[0].dimensions().back() : 0;
-  ASSIGN_OR_RETURN(Batch b, CheckShapes(c, true, {{t, {n, n}}, {RealType(t), {n}},
-                                                  {PrimitiveType::kS32, {}}}));
+  std::vector<std::pair<PrimitiveType, std::vector<int64_t>>> shapes = {{t, {n, n}},
+                                                                        {RealType(t), {n}}};
+  if (!xla) shapes.push_back({PrimitiveType::kS32, {}});
+  ASSIGN_OR_RETURN(Batch b, CheckShapes(c, true, shapes));
   std::vector<T> a(n * n);
   for (int64_t i = 0; i < b.count; ++i) {
     int info = 0;
     ToColMajor(In<T>(c, 0) + i * n * n, n, n, a.data());
     if (n > 0) Traits<T>::heevd(mode, uplo, n, a.data(), Out<R>(c, 1) + i * n, &info);
+    if (xla && info != 0) {
+      // No info output: a failed decomposition is NaN, as jax makes it.
+      std::fill(a.begin(), a.end(), T(std::numeric_limits<R>::quiet_NaN()));
+      std::fill(Out<R>(c, 1) + i * n, Out<R>(c, 1) + (i + 1) * n,
+                std::numeric_limits<R>::quiet_NaN());
+    }
     FromColMajor(a.data(), n, n, Out<T>(c, 0) + i * n * n);
-    Out<int>(c, 2)[i] = info;
+    if (!xla) Out<int>(c, 2)[i] = info;
   }
   return absl::OkStatus();
 }
@@ -312,6 +322,7 @@ absl::Status RunEigenRoutine(const Call& c, bool* handled) {
   const std::string& r = c.routine;
   const bool cplx = IsComplexT<T>::value;
   if (r == (cplx ? "heevd" : "syevd")) return Heevd<T>(c);
+  if (r == "xla_eigh") return Heevd<T>(c, /*xla=*/true);
   if (r == "gesdd") return Svd<T>(c, false);
   if (r == "gesvd") return Svd<T>(c, true);
   if (r == "geev") return Geev<T>(c);
