@@ -169,6 +169,38 @@ TEST(LapackCustomCalls, TrsmGtsvSyevdGesddGeev) {
   ExpectNear(r->outputs[4], F32({2}, {1, -1}), 1e-6, "geev imaginary parts");
 }
 
+TEST(XlaLinalgCustomCalls, QrReflectorsLuAndEighAsJaxLowersThemForTpu) {
+  // Qr of [3, 4]^T: beta -5, tau 1.6, v = [1, 0.5] (LAPACK's and XLA's
+  // Householder convention); Q's column [-0.6, -0.8]. LU of [[0, 1], [2, 3]]:
+  // 0-based pivots {1, 1}, permutation {1, 0}. Eigh of diag(3, -4).
+  const std::string text = std::string(kLapackHead) + R"(
+    a = f32[2,1]{1,0} parameter(0)
+    b = f32[2,2]{1,0} parameter(1)
+    s = f32[2,2]{1,0} parameter(2)
+    qr = (f32[2,1]{1,0}, f32[1]{0}) custom-call(a), custom_call_target="Qr"
+    r = f32[2,1]{1,0} get-tuple-element(qr), index=0
+    tau = f32[1]{0} get-tuple-element(qr), index=1
+    q = f32[2,1]{1,0} custom-call(r, tau), custom_call_target="ProductOfElementaryHouseholderReflectors"
+    lu = (f32[2,2]{1,0}, s32[2]{0}, s32[2]{0}) custom-call(b), custom_call_target="LuDecomposition", api_version=API_VERSION_STATUS_RETURNING
+    f = f32[2,2]{1,0} get-tuple-element(lu), index=0
+    p = s32[2]{0} get-tuple-element(lu), index=1
+    perm = s32[2]{0} get-tuple-element(lu), index=2
+    e = (f32[2,2]{1,0}, f32[2]{0}) custom-call(s), custom_call_target="Eigh", backend_config="1,1,100,1e-6"
+    w = f32[2]{0} get-tuple-element(e), index=1
+    ROOT t = (f32[2,1]{1,0}, f32[1]{0}, f32[2,1]{1,0}, f32[2,2]{1,0}, s32[2]{0}, s32[2]{0}, f32[2]{0}) tuple(r, tau, q, f, p, perm, w) })";
+  auto m = Parse(text);
+  ASSERT_NE(m, nullptr);
+  auto r = RunModule(*m, {F32({2, 1}, {3, 4}), F32({2, 2}, {0, 1, 2, 3}), F32({2, 2}, {3, 0, 0, -4})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectNear(r->outputs[0], F32({2, 1}, {-5, 0.5}), 1e-6, "qr");
+  ExpectNear(r->outputs[1], F32({1}, {1.6}), 1e-6, "tau");
+  ExpectNear(r->outputs[2], F32({2, 1}, {-0.6, -0.8}), 1e-6, "q");
+  ExpectNear(r->outputs[3], F32({2, 2}, {2, 3, 0, 1}), 0, "lu");
+  ExpectNear(r->outputs[4], S32({2}, {1, 1}), 0, "pivots");
+  ExpectNear(r->outputs[5], S32({2}, {1, 0}), 0, "permutation");
+  ExpectNear(r->outputs[6], F32({2}, {-4, 3}), 1e-6, "eigenvalues");
+}
+
 TEST(LapackCustomCalls, MalformedCallsNameTheTarget) {
   struct Case {
     std::string call;

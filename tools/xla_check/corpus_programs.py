@@ -27,8 +27,10 @@ class Case:
     # Not supported yet: tpuoff must refuse every form with an error matching
     # this regular expression (and the check fails once it stops doing so).
     unsupported: str = ""
-    # Also lower for TPU (tpu.hlo: cholesky / triangular-solve opcodes where
-    # CPU has LAPACK custom-calls) and check it against the CPU outputs.
+    # Also lower for TPU (tpu.hlo: cholesky / triangular-solve opcodes and
+    # XLA's Qr / Eigh / LuDecomposition custom-calls where CPU has LAPACK
+    # ones) and check it against the CPU outputs (programs whose outputs
+    # do not depend on the algorithm: not raw eigen/singular vectors).
     tpu_form: bool = False
     # Outputs drawn by XLA's `rng` opcode: {index: (low, high)}. XLA keys
     # them with a random value chosen at compile time, so only the optimised
