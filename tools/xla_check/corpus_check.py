@@ -217,7 +217,8 @@ def main():
         here = os.path.dirname(os.path.abspath(__file__))
         sources = [os.path.join(here, f) for f in
                    ("jax_corpus.py", "corpus_programs.py", "corpus_programs_more.py",
-                    "corpus_programs_linalg.py", "corpus_programs_hlo.py")]
+                    "corpus_programs_linalg.py", "corpus_programs_hlo.py",
+                    "corpus_programs_audit.py")]
         index_path = os.path.join(a.corpus, "index.json")
         if not os.path.exists(index_path) or os.path.getmtime(index_path) < max(
                 os.path.getmtime(f) for f in sources):

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+import corpus_programs_audit
 import corpus_programs_linalg
 import corpus_programs_more
 
@@ -296,4 +297,5 @@ def programs():
     ]
     return (cases + corpus_programs_more.programs(Case, normal, rng, mlp_helpers={
         "transformer_block": transformer_block, "block_params": block_params})
-            + corpus_programs_linalg.programs(Case, normal, rng))
+            + corpus_programs_linalg.programs(Case, normal, rng)
+            + corpus_programs_audit.programs(Case, normal, rng))
