@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "hlo/proto/proto_io.h"
 #include "hlo/text/text_printer.h"
+#include "runtime/emulator/lapack_traits.h"
 #include "runtime/emulator/ops_lapack.h"
 #include "tests/executor_test_util.h"
 
@@ -199,6 +200,17 @@ TEST(XlaLinalgCustomCalls, QrReflectorsLuAndEighAsJaxLowersThemForTpu) {
   ExpectNear(r->outputs[4], S32({2}, {1, 1}), 0, "pivots");
   ExpectNear(r->outputs[5], S32({2}, {1, 0}), 0, "permutation");
   ExpectNear(r->outputs[6], F32({2}, {-4, 3}), 1e-6, "eigenvalues");
+}
+
+TEST(LapackCustomCalls, ArgumentErrorsAreRecordedNotFatal) {
+  // The reference XERBLA would stop the process; ours records the error.
+  float a[4] = {1, 2, 3, 4};
+  int ipiv[2], info = 0;
+  lapack::TakeArgumentError();
+  lapack::Traits<float>::getrf(-1, 2, a, ipiv, &info);
+  EXPECT_EQ(info, -1);
+  EXPECT_EQ(lapack::TakeArgumentError(), "SGETRF: parameter 1");
+  EXPECT_EQ(lapack::TakeArgumentError(), "");
 }
 
 TEST(LapackCustomCalls, MalformedCallsNameTheTarget) {

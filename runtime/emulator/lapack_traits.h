@@ -7,12 +7,19 @@
 #include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "runtime/emulator/lapack_api.h"
 
 namespace tpuoff::runtime::lapack {
+
+// The first argument error LAPACK or BLAS reported (through XERBLA) on
+// this thread since the last call, e.g. "SGETRF: parameter 1"; cleared by
+// the call. The reference XERBLA stops the program; ops_lapack.cc replaces
+// it with one that records the error and lets the routine return.
+std::string TakeArgumentError();
 
 template <typename T>
 struct IsComplexT : std::false_type {};

@@ -17,6 +17,32 @@
 #include "runtime/emulator/lapack_traits.h"
 
 namespace tpuoff::runtime {
+namespace {
+thread_local std::string* lapack_argument_error = nullptr;
+}  // namespace
+}  // namespace tpuoff::runtime
+
+// LAPACK's and BLAS's error hook (XERBLA), replacing the reference one
+// (which prints and stops the program): remember the first error of the
+// thread; the routine returns with info < 0 and the kernel reports it.
+extern "C" void xerbla_(const char* name, const int* info, std::size_t len) {
+  if (tpuoff::runtime::lapack_argument_error != nullptr) return;
+  std::string n(name, strnlen(name, len));
+  while (!n.empty() && n.back() == ' ') n.pop_back();
+  tpuoff::runtime::lapack_argument_error =
+      new std::string(absl::StrCat(n, ": parameter ", info ? *info : 0));
+}
+
+namespace tpuoff::runtime {
+
+std::string lapack::TakeArgumentError() {
+  if (lapack_argument_error == nullptr) return "";
+  std::string e = std::move(*lapack_argument_error);
+  delete lapack_argument_error;
+  lapack_argument_error = nullptr;
+  return e;
+}
+
 namespace lapack_internal {
 
 using hlo::PrimitiveType;
@@ -470,12 +496,21 @@ absl::Status LapackCustomCall(const hlo::HloInstruction& instr, const std::vecto
   if (c.operand_shapes.empty() || c.operand_shapes.front().element_type() != want) {
     return c.Error(absl::StrCat("operands must be ", hlo::PrimitiveTypeName(want)));
   }
+  lapack::TakeArgumentError();  // none pending from elsewhere
+  absl::Status s;
   switch (prefix) {
-    case 's': return Run<float>(c);
-    case 'd': return Run<double>(c);
-    case 'c': return Run<lapack::c32>(c);
-    default: return Run<lapack::c64>(c);
+    case 's': s = Run<float>(c); break;
+    case 'd': s = Run<double>(c); break;
+    case 'c': s = Run<lapack::c32>(c); break;
+    default: s = Run<lapack::c64>(c); break;
   }
+  const std::string rejected = lapack::TakeArgumentError();
+  if (s.ok() && !rejected.empty()) {
+    return absl::InternalError(absl::StrCat(
+        "custom-call \"", instr.attrs().custom_call_target, "\" (%", instr.name(),
+        "): LAPACK rejected an argument (", rejected, ")"));
+  }
+  return s;
 }
 
 }  // namespace tpuoff::runtime

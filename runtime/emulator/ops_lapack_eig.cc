@@ -270,7 +270,8 @@ absl::Status Gehrd(const Call& c) {
   const int64_t n = c.operand_shapes[0].rank() >= 2 ? c.operand_shapes[0].dimensions().back() : 0;
   ASSIGN_OR_RETURN(Batch b, CheckShapes(c, true, {{t, {n, n}}, {t, {std::max<int64_t>(0, n - 1)}},
                                                   {PrimitiveType::kS32, {}}}));
-  if (n > 0 && (lo->second < 1 || hi->second > n || lo->second > std::max<int64_t>(1, hi->second))) {
+  if (n > 0 && (lo->second < 1 || hi->second > n || lo->second > std::max<int64_t>(1, hi->second) ||
+                hi->second < std::min<int64_t>(lo->second, n))) {
     return c.Error(absl::StrCat("needs 1 <= low <= high <= ", n, ", got low=", lo->second,
                                 " high=", hi->second));
   }
