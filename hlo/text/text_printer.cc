@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "hlo/ir/float16.h"
 #include "hlo/text/text_lexer.h"
+#include "hlo/text/text_printer_impl.h"
 #include "hlo/ir/window.h"
 
 namespace tpuoff::hlo {
@@ -349,46 +350,6 @@ constexpr absl::string_view kApiVersions[] = {
     "API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
     "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
 
-std::string OutputOperandAliasingString(const std::vector<OutputOperandAlias>& aliases) {
-  std::vector<std::string> parts;
-  for (const OutputOperandAlias& a : aliases) {
-    parts.push_back(absl::StrCat(Braced(a.output_index), ": (", a.operand, ", ",
-                                 Braced(a.operand_index), ")"));
-  }
-  return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
-}
-
-// XLA's OriginalValue text: the result's tuple tree with `{"name" {index}}`
-// at the leaves that have an origin and `{}` at the others.
-void AppendOriginalValue(const OriginalValue& v, const Shape& shape, std::vector<int64_t>* leaf,
-                         std::string* out) {
-  if (shape.IsTuple()) {
-    out->push_back('(');
-    for (int64_t i = 0; i < shape.tuple_size(); ++i) {
-      if (i > 0) out->append(", ");
-      leaf->push_back(i);
-      AppendOriginalValue(v, shape.tuple_shapes(i), leaf, out);
-      leaf->pop_back();
-    }
-    out->push_back(')');
-    return;
-  }
-  for (const OriginalValueLeaf& l : v.leaves) {
-    if (l.leaf_index != *leaf) continue;
-    absl::StrAppend(out, "{", Quoted(l.instruction_name),
-                    l.shape_index.empty() ? "" : absl::StrCat(" ", Braced(l.shape_index)), "}");
-    return;
-  }
-  out->append("{}");
-}
-
-std::string OriginalValueString(const OriginalValue& v, const Shape& shape) {
-  std::string out;
-  std::vector<int64_t> leaf;
-  AppendOriginalValue(v, shape, &leaf, &out);
-  return out;
-}
-
 // Opcode-specific attributes, then called computations, in XLA's order.
 void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
                             std::vector<std::string>* out) {
@@ -486,39 +447,9 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
     case O::kFusion:
       add("kind=", FusionKindString(a.fusion_kind));
       if (!a.output_to_operand_aliasing.empty()) {
-        add("output_to_operand_aliasing=", OutputOperandAliasingString(a.output_to_operand_aliasing));
+        add("output_to_operand_aliasing=",
+            text_internal::OutputOperandAliasingString(a.output_to_operand_aliasing));
       }
-      break;
-    case O::kFft:
-      add("fft_type=", FftTypeString(a.fft_type));
-      add_dims("fft_length", a.fft_length, true);
-      break;
-    case O::kCholesky:
-      if (a.lower) add("lower=true");
-      break;
-    case O::kTriangularSolve:
-      if (a.left_side) add("left_side=true");
-      if (a.lower) add("lower=true");
-      if (a.unit_diagonal) add("unit_diagonal=true");
-      if (a.transpose_a != TriangularTranspose::kInvalid) {
-        add("transpose_a=", TriangularTransposeString(a.transpose_a));
-      }
-      break;
-    case O::kBatchNormTraining:
-    case O::kBatchNormInference:
-    case O::kBatchNormGrad:
-      add("epsilon=", a.epsilon);
-      add("feature_index=", a.feature_index);
-      break;
-    case O::kRng: add("distribution=", RngDistributionString(a.distribution)); break;
-    case O::kRngBitGenerator: add("algorithm=", RngAlgorithmString(a.rng_algorithm)); break;
-    case O::kRngGetAndUpdateState: add("delta=", a.delta); break;
-    case O::kGetDimensionSize:
-    case O::kSetDimensionSize: add_dims("dimensions", a.dimensions, true); break;
-    case O::kDomain:
-      add("domain={kind=", Quoted(a.domain_kind), ", entry=",
-          a.domain_entry_sharding ? ShardingString(*a.domain_entry_sharding) : "{}", ", exit=",
-          a.domain_exit_sharding ? ShardingString(*a.domain_exit_sharding) : "{}", "}");
       break;
     case O::kAllReduce:
     case O::kAllGather:
@@ -576,14 +507,17 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       }
       if (a.custom_call_has_side_effect) add("custom_call_has_side_effect=true");
       if (!a.output_to_operand_aliasing.empty()) {
-        add("output_to_operand_aliasing=", OutputOperandAliasingString(a.output_to_operand_aliasing));
+        add("output_to_operand_aliasing=",
+            text_internal::OutputOperandAliasingString(a.output_to_operand_aliasing));
       }
       if (a.custom_call_api_version >= 2 && a.custom_call_api_version <= 4) {
         add("api_version=", kApiVersions[a.custom_call_api_version]);
       }
       break;
     }
-    default: break;
+    default:
+      text_internal::AppendNumericOpAttributes(instr, out);
+      break;
   }
   // Called computations.
   switch (instr.opcode()) {
@@ -766,8 +700,9 @@ std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o)
         absl::StrCat("result_accuracy=", ResultAccuracyString(instr.attrs().result_accuracy)));
   }
   if (instr.attrs().original_value.present) {
-    attrs.push_back(absl::StrCat("origin={", OriginalValueString(instr.attrs().original_value,
-                                                                instr.shape()), "}"));
+    attrs.push_back(absl::StrCat(
+        "origin={", text_internal::OriginalValueString(instr.attrs().original_value, instr.shape()),
+        "}"));
   }
   if (o.print_metadata && !instr.metadata().empty()) {
     attrs.push_back(absl::StrCat("metadata=", MetadataString(instr.metadata())));
@@ -852,4 +787,11 @@ std::string PrintModule(const HloModule& module, const PrintOptions& o) {
   return out;
 }
 
+namespace text_internal {
+
+std::string QuotedText(absl::string_view s) { return Quoted(s); }
+std::string BracedList(const std::vector<int64_t>& v) { return Braced(v); }
+std::string ShardingText(const HloSharding& s) { return ShardingString(s); }
+
+}  // namespace text_internal
 }  // namespace tpuoff::hlo
