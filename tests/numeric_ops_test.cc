@@ -19,16 +19,6 @@ namespace {
 using namespace ::tpuoff::runtime::testing;  // NOLINT
 using ::testing::HasSubstr;
 
-Literal Run1(const std::string& text, std::vector<Literal> args, int out = 0) {
-  auto m = Parse(text);
-  EXPECT_NE(m, nullptr);
-  if (m == nullptr) return Literal();
-  auto r = RunModule(*m, args);
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return Literal();
-  return std::move(r->outputs[out]);
-}
-
 // ---------------------------------------------------------------- fft
 
 TEST(Fft, MatchesDirectDftAtOddAndMixedLengths) {
@@ -295,7 +285,9 @@ TEST(Rng, UniformRangeMomentsAndStatePerIteration) {
     EXPECT_NEAR(su / 4000, 2, 5 * (8 / std::sqrt(12.0)) / std::sqrt(4000.0)) << row;
     EXPECT_NEAR(sn / 4000, 0, 5 / std::sqrt(4000.0)) << row;
     EXPECT_NEAR(sn2 / 4000, 1, 0.1) << row;
-    if (row > 0) EXPECT_NE(u.GetAsDouble(row * 4000), u.GetAsDouble((row - 1) * 4000));
+    if (row > 0) {
+      EXPECT_NE(u.GetAsDouble(row * 4000), u.GetAsDouble((row - 1) * 4000));
+    }
   }
 }
 
@@ -337,6 +329,48 @@ ENTRY e {
   auto back = hlo::ModuleFromProtoBytes(*bytes);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(hlo::PrintModule(**back), printed);
+}
+
+TEST(NumericOpsFormats, VerifierErrorsNameTheInstruction) {
+  // Well-formed text, inconsistent shapes or attributes: the verifier's
+  // message names the computation, the instruction and the rule.
+  struct Case {
+    const char* body;
+    const char* message;
+  } cases[] = {
+      {"ROOT r = c64[4] fft(p), fft_type=FFT, fft_length={4}", "FFT and IFFT need a complex operand"},
+      {"ROOT r = c64[3] fft(c), fft_type=RFFT, fft_length={4}", "RFFT needs an f32 or f64 operand"},
+      {"ROOT r = c64[4] fft(c), fft_type=FFT, fft_length={8}", "does not end in fft_length {8}"},
+      {"ROOT r = f32[4,3] triangular-solve(m, m), left_side=true", "differs from the inferred"},
+      {"ROOT r = f32[4,4] cholesky(v)", "must be a batch of square matrices"},
+      {"ROOT r = (f32[4,4], f32[4], f32[4]) batch-norm-training(m, p, p), epsilon=0.1, feature_index=2",
+       "feature_index 2 out of range"},
+      {"ROOT r = f32[4,4] batch-norm-inference(m, p, p, p, v), epsilon=0.1, feature_index=1",
+       "operand 4 must be f32[4]"},
+      {"ROOT r = (u64[2], c64[3]) rng-bit-generator(k), algorithm=rng_philox",
+       "output type c64 is not"},
+      {"ROOT r = f32[4] rng(p, p), distribution=rng_uniform", "operands must be two scalars"},
+      {"ROOT r = s32[] get-dimension-size(p), dimensions={3}", "within the rank of f32[4]"},
+      {"ROOT r = f32[4] negate(p), origin={({\"a\"}, {\"b\"})}", "origin= does not match"},
+      {"ROOT r = f32[4] custom-call(p), custom_call_target=\"x\", output_to_operand_aliasing={{}: (2, {})}",
+       "operand 2 (no such operand or index)"},
+      {"ROOT r = f32[4] custom-call(p), custom_call_target=\"x\", operand_layout_constraints={f32[4]{0}, f32[4]{0}}",
+       "has 2 shapes for 1 operands"},
+      {"ROOT r = f32[4] custom-call(p), custom_call_target=\"x\", operand_layout_constraints={f32[5]{0}}",
+       "is not compatible with operand 0"},
+  };
+  for (const Case& c : cases) {
+    const std::string text = absl::StrCat(
+        "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  c = c64[4] parameter(1)\n"
+        "  m = f32[4,4] parameter(2)\n  k = u64[2] parameter(3)\n  v = f32[4,3] parameter(4)\n  ",
+        c.body, "\n}\n");
+    auto m = hlo::ParseHloText(text, "bad.hlo");
+    ASSERT_TRUE(m.ok()) << c.body << ": " << m.status();
+    const absl::Status s = hlo::VerifyModule(**m);
+    ASSERT_FALSE(s.ok()) << c.body;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("instruction r: ")) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message)) << s;
+  }
 }
 
 }  // namespace
