@@ -314,6 +314,82 @@ std::vector<OpCase> Cases() {
   add("all_reduce_single_device", kHelpers + std::string(R"(
       ENTRY e { x = f32[2] parameter(0) ROOT r = f32[2] all-reduce(x), replica_groups={{0}}, to_apply=add_f32 })"),
       {F32({2}, {1, 2})}, {F32({2}, {1, 2})});
+  // ---- fft (FFTW): unit impulses and ramps with known transforms ----
+  add("fft_c64_forward_inverse", R"(ENTRY e { re = f32[2,4] parameter(0) im = f32[2,4] parameter(1)
+        c = c64[2,4] complex(re, im)
+        f = c64[2,4] fft(c), fft_type=FFT, fft_length={4}
+        i = c64[2,4] fft(f), fft_type=IFFT, fft_length={4}
+        fr = f32[2,4] real(f) fi = f32[2,4] imag(f) ir = f32[2,4] real(i)
+        ROOT t = (f32[2,4], f32[2,4], f32[2,4]) tuple(fr, fi, ir) })",
+      {F32({2, 4}, {1, 0, 0, 0, 0, 1, 0, 0}), F32({2, 4}, {0, 0, 0, 0, 0, 0, 0, 0})},
+      {F32({2, 4}, {1, 1, 1, 1, 1, 0, -1, 0}), F32({2, 4}, {0, 0, 0, 0, 0, -1, 0, 1}),
+       F32({2, 4}, {1, 0, 0, 0, 0, 1, 0, 0})}, 1e-6);
+  add("fft_rfft_irfft_2d", R"(ENTRY e { x = f32[2,4] parameter(0)
+        h = c64[2,3] fft(x), fft_type=RFFT, fft_length={2,4}
+        b = f32[2,4] fft(h), fft_type=IRFFT, fft_length={2,4}
+        hr = f32[2,3] real(h) hi = f32[2,3] imag(h)
+        ROOT t = (f32[2,3], f32[2,3], f32[2,4]) tuple(hr, hi, b) })",
+      {F32({2, 4}, {1, 2, 3, 4, 0, 0, 0, 0})},
+      {F32({2, 3}, {10, -2, -2, 10, -2, -2}), F32({2, 3}, {0, 2, 0, 0, 2, 0}),
+       F32({2, 4}, {1, 2, 3, 4, 0, 0, 0, 0})}, 1e-6);
+  // ---- cholesky / triangular-solve (Eigen) ----
+  add("cholesky_lower_upper_and_not_pd", R"(ENTRY e { a = f32[2,2,2] parameter(0)
+        l = f32[2,2,2] cholesky(a), lower=true
+        u = f32[2,2,2] cholesky(a)
+        ROOT t = (f32[2,2,2], f32[2,2,2]) tuple(l, u) })",
+      {F32({2, 2, 2}, {4, 2, 2, 3, -1, 0, 0, 1})},
+      {F32({2, 2, 2}, {2, 0, 1, M_SQRT2, kNaN, kNaN, kNaN, kNaN}),
+       F32({2, 2, 2}, {2, 1, 0, M_SQRT2, kNaN, kNaN, kNaN, kNaN})}, 1e-6);
+  add("triangular_solve_sides_transposes_unit", R"(ENTRY e { a = f32[2,2] parameter(0) b = f32[2,1] parameter(1)
+        c = f32[1,2] parameter(2)
+        x1 = f32[2,1] triangular-solve(a, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE
+        x2 = f32[2,1] triangular-solve(a, b), left_side=true, lower=true, transpose_a=TRANSPOSE
+        x3 = f32[2,1] triangular-solve(a, b), left_side=true, lower=true, unit_diagonal=true, transpose_a=NO_TRANSPOSE
+        x4 = f32[1,2] triangular-solve(a, c), lower=true, transpose_a=NO_TRANSPOSE
+        x5 = f32[2,1] triangular-solve(a, b), left_side=true, transpose_a=NO_TRANSPOSE
+        ROOT t = (f32[2,1], f32[2,1], f32[2,1], f32[1,2], f32[2,1]) tuple(x1, x2, x3, x4, x5) })",
+      // a = [[2, 7], [1, 4]]: lower triangle [[2,0],[1,4]], upper [[2,7],[0,4]].
+      {F32({2, 2}, {2, 7, 1, 4}), F32({2, 1}, {2, 9}), F32({1, 2}, {4, 8})},
+      {F32({2, 1}, {1, 2}), F32({2, 1}, {-0.125, 2.25}), F32({2, 1}, {2, 7}),
+       F32({1, 2}, {1, 2}), F32({2, 1}, {-6.875, 2.25})}, 1e-6);
+  // ---- batch norm (XLA's expander formulas) ----
+  add("batch_norm_training_inference_grad", R"(ENTRY e { x = f32[2,2] parameter(0) g = f32[2] parameter(1)
+        b = f32[2] parameter(2) m = f32[2] parameter(3) v = f32[2] parameter(4) dy = f32[2,2] parameter(5)
+        tr = (f32[2,2], f32[2], f32[2]) batch-norm-training(x, g, b), epsilon=0, feature_index=1
+        y = f32[2,2] get-tuple-element(tr), index=0  mean = f32[2] get-tuple-element(tr), index=1
+        var = f32[2] get-tuple-element(tr), index=2
+        inf = f32[2,2] batch-norm-inference(x, g, b, m, v), epsilon=0, feature_index=1
+        gr = (f32[2,2], f32[2], f32[2]) batch-norm-grad(x, g, m, v, dy), epsilon=0, feature_index=1
+        dx = f32[2,2] get-tuple-element(gr), index=0  dg = f32[2] get-tuple-element(gr), index=1
+        db = f32[2] get-tuple-element(gr), index=2
+        ROOT t = (f32[2,2], f32[2], f32[2], f32[2,2], f32[2,2], f32[2], f32[2]) tuple(y, mean, var, inf, dx, dg, db) })",
+      // Feature 0 holds {1, 3} (mean 2, variance 1), feature 1 {10, 14}
+      // (mean 12, variance 4).
+      {F32({2, 2}, {1, 10, 3, 14}), F32({2}, {2, 1}), F32({2}, {5, -1}), F32({2}, {2, 12}),
+       F32({2}, {1, 4}), F32({2, 2}, {1, 0, 0, 0})},
+      {F32({2, 2}, {3, -2, 7, 0}), F32({2}, {2, 12}), F32({2}, {1, 4}), F32({2, 2}, {3, -2, 7, 0}),
+       F32({2, 2}, {0, 0, 0, 0}), F32({2}, {-1, 0}), F32({2}, {1, 0})}, 1e-6);
+  // ---- rng-bit-generator: Random123's known-answer vectors ----
+  add("rng_bit_generator_philox_threefry_kat", R"(ENTRY e { s3 = u64[3] parameter(0) s2 = u64[2] parameter(1)
+        p = (u64[3], u32[4]) rng-bit-generator(s3), algorithm=rng_philox
+        f = (u64[2], u32[2]) rng-bit-generator(s2), algorithm=rng_three_fry
+        ps = u64[3] get-tuple-element(p), index=0  pb = u32[4] get-tuple-element(p), index=1
+        fs = u64[2] get-tuple-element(f), index=0  fb = u32[2] get-tuple-element(f), index=1
+        ROOT t = (u64[3], u32[4], u64[2], u32[2]) tuple(ps, pb, fs, fb) })",
+      {Lit(PrimitiveType::kU64, {3}, {0, 0, 0}), Lit(PrimitiveType::kU64, {2}, {0, 0})},
+      {Lit(PrimitiveType::kU64, {3}, {0, 1, 0}),
+       Lit(PrimitiveType::kU32, {4}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}),
+       Lit(PrimitiveType::kU64, {2}, {0, 1}), Lit(PrimitiveType::kU32, {2}, {0x6b200159, 0x99ba4efe})});
+  // ---- get-dimension-size, domain, rng-get-and-update-state ----
+  add("dimension_size_domain_rng_state", kHelpers + std::string(R"(ENTRY e { x = f32[3,5] parameter(0)
+        n = s32[] get-dimension-size(x), dimensions={1}
+        d = f32[3,5] domain(x), domain={kind="sharding", entry={maximal device=0}, exit={replicated}}
+        z = f32[] constant(0)
+        s = f32[] reduce(d, z), dimensions={0,1}, to_apply=add_f32
+        st = u64[2] rng-get-and-update-state(), delta=7
+        ROOT t = (s32[], f32[], u64[2]) tuple(n, s, st) })"),
+      {F32({3, 5}, std::vector<double>(15, 2))},
+      {S32({}, {5}), F32({}, {30}), Lit(PrimitiveType::kU64, {2}, {0x7012395, 0})});
   // ---- edge shapes ----
   add("scalar_add", "ENTRY e { a = f32[] parameter(0) b = f32[] parameter(1) ROOT r = f32[] add(a, b) }",
       {F32({}, {1.5}), F32({}, {2})}, {F32({}, {3.5})});

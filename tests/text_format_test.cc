@@ -95,19 +95,16 @@ TEST(Corpus, ExercisesEveryOpcodeAndAttribute) {
     all_printed += PrintModule(**module);
   }
   // Opcodes that parse and print but whose own attributes are not modelled
-  // yet (async wrappers, host transfers, fft, rng, batch-norm, ...).
+  // yet (async wrappers, host transfers, dynamic shapes, ...).
   const std::set<HloOpcode> not_modelled = {
       HloOpcode::kReal, HloOpcode::kImag, HloOpcode::kComplex, HloOpcode::kMap,
-      HloOpcode::kDomain, HloOpcode::kCollectiveBroadcast, HloOpcode::kRaggedAllToAll,
+      HloOpcode::kCollectiveBroadcast, HloOpcode::kRaggedAllToAll,
       HloOpcode::kCollectiveReduce, HloOpcode::kAllGatherStart, HloOpcode::kAllGatherDone,
       HloOpcode::kAllReduceStart, HloOpcode::kAllReduceDone, HloOpcode::kCollectivePermuteStart,
       HloOpcode::kCollectivePermuteDone, HloOpcode::kAsyncStart, HloOpcode::kAsyncUpdate,
       HloOpcode::kAsyncDone, HloOpcode::kCopyStart, HloOpcode::kCopyDone, HloOpcode::kSend,
       HloOpcode::kSendDone, HloOpcode::kRecv, HloOpcode::kRecvDone, HloOpcode::kInfeed,
-      HloOpcode::kOutfeed, HloOpcode::kFft, HloOpcode::kCholesky, HloOpcode::kTriangularSolve,
-      HloOpcode::kBatchNormTraining, HloOpcode::kBatchNormInference, HloOpcode::kBatchNormGrad,
-      HloOpcode::kRng, HloOpcode::kRngBitGenerator, HloOpcode::kRngGetAndUpdateState,
-      HloOpcode::kStochasticConvert, HloOpcode::kGetDimensionSize, HloOpcode::kSetDimensionSize,
+      HloOpcode::kOutfeed, HloOpcode::kStochasticConvert, HloOpcode::kSetDimensionSize,
       HloOpcode::kDynamicReshape, HloOpcode::kRaggedDot, HloOpcode::kScaledDot, HloOpcode::kScan,
       HloOpcode::kShuffle};
   for (int i = 0; i < NumOpcodes(); ++i) {
@@ -134,7 +131,12 @@ TEST(Corpus, ExercisesEveryOpcodeAndAttribute) {
         "last_tile_dims={", "sharding={{", "metadata={op_type=", "source_line=",
         "frontend_attributes={", "control-predecessors={", "num_partitions=",
         "replica_count=", "input_output_alias={", "must-alias", "execution_thread=",
-        "nan(0x", "-inf", "bf16[", "f16[", "f64[", "u64[", "s8[", "pred[", "token[]"}) {
+        "nan(0x", "-inf", "bf16[", "f16[", "f64[", "u64[", "s8[", "pred[", "token[]",
+        "fft_type=RFFT", "fft_type=IRFFT", "fft_length={", "lower=true", "left_side=true",
+        "unit_diagonal=true", "transpose_a=ADJOINT", "epsilon=0.001", "feature_index=",
+        "distribution=rng_uniform", "algorithm=rng_three_fry", "algorithm=rng_philox",
+        "delta=", "domain={kind=\"sharding\", entry=", "operand_layout_constraints={",
+        "output_to_operand_aliasing={{}: (1, {})}", "origin={{\"", "origin={({"}) {
     EXPECT_THAT(all_printed, HasSubstr(attr)) << "no corpus module prints " << attr;
   }
 }
@@ -414,7 +416,17 @@ constexpr char kHead[] = "HloModule m\nENTRY %e (p: f32[4]) -> f32[4] {\n  %p = 
 
 const BadInput kBadInputs[] = {
     {"UnknownOpcode", "  ROOT %r = f32[4]{0} $frobnicate(%p)\n}", absl::StatusCode::kInvalidArgument, "frobnicate"},
-    {"UnmodelledAttribute", "  ROOT %r = f32[4]{0} fft(%p), $fft_type=FFT\n}", absl::StatusCode::kUnimplemented, "fft_type of fft"},
+    {"UnmodelledAttribute", "  ROOT %r = (f32[4]{0}, token[]) infeed(%p), $infeed_config=\"x\"\n}", absl::StatusCode::kUnimplemented, "infeed_config of infeed"},
+    {"BadFftType", "  ROOT %r = f32[4]{0} fft(%p), fft_type=$FOO, fft_length={4}\n}", absl::StatusCode::kInvalidArgument, "FOO"},
+    {"MissingFftLength", "  ROOT %r = c64[4]{0} $fft(%p), fft_type=FFT\n}", absl::StatusCode::kInvalidArgument, "fft requires attribute fft_length"},
+    {"BadTranspose", "  ROOT %r = f32[4]{0} triangular-solve(%p, %p), transpose_a=$SIDEWAYS\n}", absl::StatusCode::kInvalidArgument, "SIDEWAYS"},
+    {"BadRngAlgorithm", "  ROOT %r = (u64[2]{0}, u32[4]{0}) rng-bit-generator(%p), algorithm=$rng_bogus\n}", absl::StatusCode::kInvalidArgument, "rng_bogus"},
+    {"BadDistribution", "  ROOT %r = f32[4]{0} rng(%p, %p), distribution=$gauss\n}", absl::StatusCode::kInvalidArgument, "gauss"},
+    {"RngWithoutDistribution", "  ROOT %r = f32[4]{0} $rng(%p, %p)\n}", absl::StatusCode::kInvalidArgument, "rng requires attribute distribution"},
+    {"DomainWithoutExit", "  ROOT %r = f32[4]{0} domain(%p), domain=${kind=\"sharding\", entry={replicated}}\n}", absl::StatusCode::kInvalidArgument, "exit="},
+    {"BadOriginLeaf", "  ROOT %r = f32[4]{0} negate(%p), origin={{$3}}\n}", absl::StatusCode::kInvalidArgument, "3"},
+    {"BadAliasing", "  ROOT %r = f32[4]{0} custom-call(%p), custom_call_target=\"x\", output_to_operand_aliasing={{}: ($x, {})}\n}", absl::StatusCode::kInvalidArgument, "x"},
+    {"EpsilonNotFinite", "  ROOT %r = f32[4]{0} batch-norm-inference(%p, %p, %p, %p, %p), epsilon=$inf, feature_index=0\n}", absl::StatusCode::kInvalidArgument, "epsilon must be finite"},
     {"PartlyElidedConstant", "  ROOT %r = f32[4]{0} constant({1, $...})\n}", absl::StatusCode::kInvalidArgument, "only a whole constant may be elided"},
     {"HugeShape", "  ROOT %r = $f32[99999999999]{0} parameter(1)\n}", absl::StatusCode::kInvalidArgument, "f32"},
     {"HugeProductShape", "  ROOT %r = $f32[1000000,1000000]{1,0} parameter(1)\n}", absl::StatusCode::kInvalidArgument, "f32"},

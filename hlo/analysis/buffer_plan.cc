@@ -93,6 +93,14 @@ class Planner {
     return true;
   }
 
+  // An index-mapping member (broadcast, transpose, slice, ...) loads its
+  // operand from that operand's buffer (through a strided map), unless the
+  // operand is a constant read from its literal: such an operand must be
+  // materialised even when every user is in the group.
+  static bool ReadsBufferOf(const HloInstruction* u, const HloInstruction* x) {
+    return IsIndexMappingOp(u->opcode()) && x->opcode() != HloOpcode::kConstant;
+  }
+
   // Every reachable user can fuse `x` (a precondition for duplicating it
   // into several groups instead of materialising it). Memoised: an operand
   // shared by many groups is asked once per group.
@@ -128,6 +136,7 @@ class Planner {
         const Group& g = groups_[gid];
         if (!g.members.contains(x)) return true;
         if (g.IsSpecialRoot(u) && !ReadsThroughLoop(u, x)) return true;
+        if (g.members.contains(u) && ReadsBufferOf(u, x)) return true;
       }
     }
     return false;
@@ -181,7 +190,9 @@ class Planner {
         const HloInstruction* op = m->operand(i);
         bool first = true;  // count each distinct operand once
         for (int64_t j = 0; j < i; ++j) first &= m->operand(j) != op;
-        if (!first || (special && !ReadsThroughLoop(m, op))) continue;
+        if (!first || (special && !ReadsThroughLoop(m, op)) || (!special && ReadsBufferOf(m, op))) {
+          continue;
+        }
         ++in_group_users[op];
         try_join(op);
       }
@@ -562,6 +573,7 @@ class Planner {
       case HloOpcode::kBitcastConvert:
       case HloOpcode::kOptimizationBarrier:
       case HloOpcode::kAddDependency:
+      case HloOpcode::kDomain:
         return operand_leaves(0);
       case HloOpcode::kCustomCall:
         if (IsPassThrough(*x)) return operand_leaves(0);

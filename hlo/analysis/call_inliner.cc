@@ -9,9 +9,24 @@
 namespace tpuoff::hlo {
 namespace {
 
+// A fusion that updates one of its parameters in place: its root is a
+// dynamic-update-slice or scatter of a parameter (XLA:CPU's fusions of
+// lax.scan's stacked outputs, `x.at[i].set`). XLA's buffer assignment gives
+// its result the operand's buffer; the emulator runs a fusion on borrowed
+// operands, so such a fusion is inlined and the update planned in place in
+// the caller (buffer_plan) when the operand dies there.
+bool IsInPlaceFusion(const HloInstruction& x) {
+  if (x.opcode() != HloOpcode::kFusion || x.called_computations().size() != 1) return false;
+  const HloInstruction* root = x.called_computations()[0]->root();
+  return root != nullptr &&
+         (root->opcode() == HloOpcode::kDynamicUpdateSlice ||
+          root->opcode() == HloOpcode::kScatter) &&
+         root->operand(0)->opcode() == HloOpcode::kParameter;
+}
+
 bool Inlinable(const HloInstruction& x) {
-  return x.opcode() == HloOpcode::kCall && x.called_computations().size() == 1 &&
-         x.control_predecessors().empty();
+  return (x.opcode() == HloOpcode::kCall || IsInPlaceFusion(x)) &&
+         x.called_computations().size() == 1 && x.control_predecessors().empty();
 }
 
 // Copies `callee`'s instructions into `caller` in place of `call`; returns
@@ -19,7 +34,7 @@ bool Inlinable(const HloInstruction& x) {
 // `pending`.
 HloInstruction* InlineOne(HloComputation* caller, HloInstruction* call, int64_t* counter,
                           std::deque<HloInstruction*>* pending) {
-  const HloComputation* callee = call->to_apply();
+  const HloComputation* callee = call->called_computations()[0];
   std::unordered_map<const HloInstruction*, HloInstruction*> copy;
   HloInstruction* root = caller->root();
   for (const HloInstruction* x : callee->InstructionOrder()) {
@@ -61,7 +76,7 @@ int64_t InlineCalls(HloModule* module) {
   for (const auto& comp : module->computations()) {
     for (const auto& x : comp->instructions()) {
       for (const HloComputation* c : x->called_computations()) {
-        (x->opcode() == HloOpcode::kCall ? called_by_call : called_elsewhere).insert(c);
+        (Inlinable(*x) ? called_by_call : called_elsewhere).insert(c);
       }
     }
   }
@@ -82,7 +97,8 @@ int64_t InlineCalls(HloModule* module) {
       pending.pop_front();
       // A program that grows past the budget (calls that fan out
       // exponentially) keeps its remaining calls: the emulator runs them.
-      const int64_t size = static_cast<int64_t>(call->to_apply()->instructions().size());
+      const int64_t size =
+          static_cast<int64_t>(call->called_computations()[0]->instructions().size());
       if (size > budget) continue;
       budget -= size;
       HloInstruction* result = InlineOne(comp.get(), call, &counter, &pending);

@@ -158,6 +158,7 @@ class FusedCounter {
       case HloOpcode::kBitcastConvert:
       case HloOpcode::kOptimizationBarrier:
       case HloOpcode::kAddDependency:
+      case HloOpcode::kDomain:
       case HloOpcode::kAfterAll:
       case HloOpcode::kPartitionId:
       case HloOpcode::kReplicaId:

@@ -356,6 +356,16 @@ class XlaCounter {
                   Elements(x.operand(1)->shape());
         return p;
       }
+      case HloOpcode::kFft: {
+        // 4 complex FMAs per element per factor of two of each length.
+        double log_factors = 1;
+        for (int64_t l : x.attrs().fft_length) {
+          log_factors *= l > 0 ? static_cast<double>(63 - __builtin_clzll(static_cast<uint64_t>(l)))
+                               : -1.0;
+        }
+        p.flops = kFmaFlops * 4 * log_factors * Elements(x.operand(0)->shape());
+        return p;
+      }
       case HloOpcode::kCholesky: {
         const Shape& a = x.operand(0)->shape();
         p.bytes = XlaShapeSize(a);

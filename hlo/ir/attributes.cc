@@ -179,6 +179,49 @@ absl::StatusOr<FusionKind> ParseFusionKind(absl::string_view s) {
   return absl::InvalidArgumentError(absl::StrCat("unknown fusion kind '", s, "'"));
 }
 
+namespace {
+
+// Name <-> value of a small enum numbered 0..n-1 as its table.
+template <typename E, size_t N>
+absl::StatusOr<E> EnumFromName(const absl::string_view (&names)[N], absl::string_view s,
+                               absl::string_view what) {
+  for (size_t i = 0; i < N; ++i) {
+    if (!names[i].empty() && names[i] == s) return static_cast<E>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", s, "'"));
+}
+
+constexpr absl::string_view kFftTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
+constexpr absl::string_view kTransposes[] = {"", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
+constexpr absl::string_view kDistributions[] = {"", "rng_uniform", "rng_normal"};
+constexpr absl::string_view kRngAlgorithms[] = {"rng_default", "rng_three_fry", "rng_philox"};
+
+}  // namespace
+
+absl::string_view FftTypeString(FftType t) { return kFftTypes[static_cast<int>(t)]; }
+absl::StatusOr<FftType> ParseFftType(absl::string_view s) {
+  return EnumFromName<FftType>(kFftTypes, s, "fft_type");
+}
+absl::string_view TriangularTransposeString(TriangularTranspose t) {
+  return t == TriangularTranspose::kInvalid ? "TRANSPOSE_INVALID"
+                                            : kTransposes[static_cast<int>(t)];
+}
+absl::StatusOr<TriangularTranspose> ParseTriangularTranspose(absl::string_view s) {
+  return EnumFromName<TriangularTranspose>(kTransposes, s, "transpose_a");
+}
+absl::string_view RngDistributionString(RngDistribution d) {
+  return d == RngDistribution::kInvalid ? "rng_invalid" : kDistributions[static_cast<int>(d)];
+}
+absl::StatusOr<RngDistribution> ParseRngDistribution(absl::string_view s) {
+  return EnumFromName<RngDistribution>(kDistributions, s, "rng distribution");
+}
+absl::string_view RngAlgorithmString(RngAlgorithm a) {
+  return kRngAlgorithms[static_cast<int>(a)];
+}
+absl::StatusOr<RngAlgorithm> ParseRngAlgorithm(absl::string_view s) {
+  return EnumFromName<RngAlgorithm>(kRngAlgorithms, s, "rng algorithm");
+}
+
 std::vector<std::vector<int64_t>> MeshReplicaGroups(const std::vector<int64_t>& sizes,
                                                     const std::vector<int>& selected) {
   const int rank = static_cast<int>(sizes.size());

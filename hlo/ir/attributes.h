@@ -172,6 +172,25 @@ struct OpMetadata {
 using FrontendAttributes = std::map<std::string, std::string>;
 
 enum class FusionKind { kLoop, kInput, kOutput, kCustom };
+
+// fft: FftType (xla_data.proto numbers); text fft_type=FFT.
+enum class FftType { kFft = 0, kIfft = 1, kRfft = 2, kIrfft = 3 };
+absl::string_view FftTypeString(FftType t);
+absl::StatusOr<FftType> ParseFftType(absl::string_view s);
+
+// triangular-solve transpose_a (TriangularSolveOptions.Transpose numbers).
+enum class TriangularTranspose { kInvalid = 0, kNoTranspose = 1, kTranspose = 2, kAdjoint = 3 };
+absl::string_view TriangularTransposeString(TriangularTranspose t);
+absl::StatusOr<TriangularTranspose> ParseTriangularTranspose(absl::string_view s);
+
+// rng distribution (RandomDistribution) and rng-bit-generator algorithm
+// (RandomAlgorithm); text rng_uniform / rng_philox.
+enum class RngDistribution { kInvalid = 0, kUniform = 1, kNormal = 2 };
+enum class RngAlgorithm { kDefault = 0, kThreeFry = 1, kPhilox = 2 };
+absl::string_view RngDistributionString(RngDistribution d);
+absl::StatusOr<RngDistribution> ParseRngDistribution(absl::string_view s);
+absl::string_view RngAlgorithmString(RngAlgorithm a);
+absl::StatusOr<RngAlgorithm> ParseRngAlgorithm(absl::string_view s);
 absl::string_view FusionKindString(FusionKind k);
 absl::StatusOr<FusionKind> ParseFusionKind(absl::string_view s);
 
@@ -232,6 +251,32 @@ struct HloAttributes {
   std::vector<bool> parameter_replication;
   // call: a composite (its frontend attributes name it).
   bool is_composite = false;
+  // fft
+  FftType fft_type = FftType::kFft;
+  std::vector<int64_t> fft_length;
+  // cholesky (lower) and triangular-solve
+  bool lower = false;
+  bool left_side = false;
+  bool unit_diagonal = false;
+  TriangularTranspose transpose_a = TriangularTranspose::kInvalid;
+  // batch-norm-training/-inference/-grad
+  float epsilon = 0;
+  int64_t feature_index = 0;
+  // rng, rng-bit-generator, rng-get-and-update-state
+  RngDistribution distribution = RngDistribution::kInvalid;
+  RngAlgorithm rng_algorithm = RngAlgorithm::kDefault;
+  int64_t delta = 0;
+  // custom-call: operand layouts it requires (`operand_layout_constraints=`,
+  // shapes with layouts; nullopt = unconstrained) and buffers it writes in
+  // place of an operand.
+  std::optional<std::vector<Shape>> operand_layout_constraints;
+  std::vector<OutputOperandAlias> output_to_operand_aliasing;
+  // domain: `domain={kind="sharding", entry={...}, exit={...}}`.
+  std::string domain_kind;
+  std::optional<HloSharding> domain_entry_sharding;
+  std::optional<HloSharding> domain_exit_sharding;
+  // Any instruction: where its value came from in the unoptimised module.
+  OriginalValue original_value;
   // Unary transcendental ops: the accuracy asked for.
   ResultAccuracy result_accuracy;
   // Any instruction: statistics for visualisation.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hlo/ir/opcode.h"
+#include "hlo/ir/shape.h"
 
 namespace tpuoff::hlo {
 
@@ -73,6 +74,31 @@ struct StackFrameIndex {
            frames.empty();
   }
   bool operator==(const StackFrameIndex&) const = default;
+};
+
+// XLA's OriginalValue: which array of the unoptimised module each leaf of an
+// instruction's result came from. Text `origin={{"x.1"}}`, tuples
+// `origin={({"a" {1}}, {})}` (`{}`: a leaf with none); proto
+// OriginalValueProto (elements of leaf index + original array).
+struct OriginalValueLeaf {
+  std::vector<int64_t> leaf_index;  // index of the leaf in the result tuple
+  std::string instruction_name;
+  std::vector<int64_t> shape_index;  // index into that instruction's result
+  bool operator==(const OriginalValueLeaf&) const = default;
+};
+struct OriginalValue {
+  bool present = false;  // origin= given (may still have no leaves)
+  std::vector<OriginalValueLeaf> leaves;
+  bool operator==(const OriginalValue&) const = default;
+};
+
+// A custom-call (or fusion) output buffer that aliases an operand buffer:
+// text `output_to_operand_aliasing={{0}: (0, {})}`.
+struct OutputOperandAlias {
+  std::vector<int64_t> output_index;
+  int64_t operand = 0;
+  std::vector<int64_t> operand_index;
+  bool operator==(const OutputOperandAlias&) const = default;
 };
 
 }  // namespace tpuoff::hlo

@@ -61,7 +61,9 @@ void HloInstruction::ReplaceOperand(int64_t i, HloInstruction* new_operand) {
 }
 
 bool IsPassThrough(const HloInstruction& instr) {
-  if (instr.opcode() == HloOpcode::kAddDependency) return true;
+  if (instr.opcode() == HloOpcode::kAddDependency || instr.opcode() == HloOpcode::kDomain) {
+    return true;
+  }
   if (instr.opcode() != HloOpcode::kCustomCall || instr.operand_count() != 1 ||
       !instr.shape().Compatible(instr.operand(0)->shape())) {
     return false;

@@ -107,8 +107,8 @@ class HloInstruction {
   int64_t unique_id_ = -1;
 };
 
-// Instructions whose result is their first operand unchanged: add-dependency
-// and the annotation custom-calls JAX and XLA put in modules (sharding
+// Instructions whose result is their first operand unchanged: add-dependency,
+// domain and the annotation custom-calls JAX and XLA put in modules (sharding
 // markers "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.Sharding...",
 // layout/placement hints). The planner aliases them; the executor skips them.
 bool IsPassThrough(const HloInstruction& instr);

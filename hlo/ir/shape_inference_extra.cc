@@ -167,17 +167,7 @@ bool TakesDeclaredShape(HloOpcode op) {
     case HloOpcode::kRecvDone:
     case HloOpcode::kInfeed:
     case HloOpcode::kOutfeed:
-    case HloOpcode::kFft:
-    case HloOpcode::kCholesky:
-    case HloOpcode::kTriangularSolve:
-    case HloOpcode::kBatchNormTraining:
-    case HloOpcode::kBatchNormInference:
-    case HloOpcode::kBatchNormGrad:
-    case HloOpcode::kRng:
-    case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kRngGetAndUpdateState:
     case HloOpcode::kStochasticConvert:
-    case HloOpcode::kGetDimensionSize:
     case HloOpcode::kSetDimensionSize:
     case HloOpcode::kDynamicReshape:
     case HloOpcode::kRaggedDot:
@@ -185,7 +175,6 @@ bool TakesDeclaredShape(HloOpcode op) {
     case HloOpcode::kScan:
     case HloOpcode::kShuffle:
     case HloOpcode::kMap:
-    case HloOpcode::kDomain:
     case HloOpcode::kCollectiveBroadcast:
     case HloOpcode::kRaggedAllToAll:
     case HloOpcode::kCollectiveReduce:
@@ -198,6 +187,7 @@ bool TakesDeclaredShape(HloOpcode op) {
 absl::StatusOr<Shape> InferShapeExtra(HloOpcode op, Span operands, const HloAttributes& attrs,
                                       absl::Span<HloComputation* const> called,
                                       const Shape* declared) {
+  if (HasNumericShapeRule(op)) return InferShapeNumeric(op, operands, attrs, declared);
   if (TakesDeclaredShape(op)) {
     if (declared == nullptr || !declared->IsValid()) return Err(op, "result shape must be given");
     if (op == HloOpcode::kInfeed && (!declared->IsTuple() || declared->tuple_size() == 0)) {

@@ -17,6 +17,12 @@ class HloComputation;
 // Opcodes whose result shape is the declared one (not inferred).
 bool TakesDeclaredShape(HloOpcode op);
 
+// fft, cholesky, triangular-solve, batch-norm-*, rng*, get-dimension-size,
+// domain (shape_inference_numeric.cc).
+bool HasNumericShapeRule(HloOpcode op);
+absl::StatusOr<Shape> InferShapeNumeric(HloOpcode op, absl::Span<const Shape* const> operands,
+                                        const HloAttributes& attrs, const Shape* declared);
+
 absl::StatusOr<Shape> InferShapeExtra(HloOpcode op, absl::Span<const Shape* const> operands,
                                       const HloAttributes& attrs,
                                       absl::Span<HloComputation* const> called,

@@ -19,8 +19,58 @@ absl::Status At(const HloComputation& comp, const HloInstruction* instr,
       ": ", msg));
 }
 
+// The subshape of `shape` at `index`, or null when the index is not in it.
+const Shape* Subshape(const Shape& shape, const std::vector<int64_t>& index) {
+  const Shape* s = &shape;
+  for (int64_t i : index) {
+    if (!s->IsTuple() || i < 0 || i >= s->tuple_size()) return nullptr;
+    s = &s->tuple_shapes(i);
+  }
+  return s;
+}
+
+// origin=, operand_layout_constraints and output_to_operand_aliasing.
+absl::Status CheckAnnotations(const HloComputation& comp, const HloInstruction& instr) {
+  const HloAttributes& a = instr.attrs();
+  for (const OriginalValueLeaf& l : a.original_value.leaves) {
+    const Shape* s = Subshape(instr.shape(), l.leaf_index);
+    if (s == nullptr || s->IsTuple()) {
+      return At(comp, &instr, "origin= does not match the tuple structure of the result");
+    }
+  }
+  if (a.operand_layout_constraints.has_value()) {
+    const auto& c = *a.operand_layout_constraints;
+    if (static_cast<int64_t>(c.size()) != instr.operand_count()) {
+      return At(comp, &instr, absl::StrCat("operand_layout_constraints has ", c.size(),
+                                           " shapes for ", instr.operand_count(), " operands"));
+    }
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!c[i].Compatible(instr.operand(i)->shape())) {
+        return At(comp, &instr, absl::StrCat("operand layout constraint ", c[i].ToString(true),
+                                             " is not compatible with operand ", i, " ",
+                                             instr.operand(i)->shape().ToString()));
+      }
+    }
+  }
+  for (const OutputOperandAlias& al : a.output_to_operand_aliasing) {
+    const Shape* out = Subshape(instr.shape(), al.output_index);
+    const Shape* in = al.operand < instr.operand_count()
+                          ? Subshape(instr.operand(al.operand)->shape(), al.operand_index)
+                          : nullptr;
+    if (out == nullptr || in == nullptr || !out->Compatible(*in)) {
+      return At(comp, &instr, absl::StrCat("output_to_operand_aliasing: output ",
+                                           out ? out->ToString() : "(no such index)",
+                                           " and operand ", al.operand, " ",
+                                           in ? in->ToString() : "(no such operand or index)",
+                                           " do not match"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp,
                              const HloInstruction& instr) {
+  RETURN_IF_ERROR(CheckAnnotations(comp, instr));
   const HloAttributes& a = instr.attrs();
   // Devices a collective may name: replicas x partitions of the module.
   const int64_t devices = std::max<int64_t>(1, module.replica_count()) *

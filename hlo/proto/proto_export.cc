@@ -390,7 +390,7 @@ absl::Status Exporter::ExportInstruction(const HloComputation& comp,
   p->set_custom_call_api_version(
       static_cast<xla::CustomCallApiVersion>(a.custom_call_api_version));
   p->set_custom_call_has_side_effect(a.custom_call_has_side_effect);
-  return absl::OkStatus();
+  return proto_internal::OpAttributesToProto(instr, p);
 }
 
 absl::Status Exporter::ExportModuleFields(xla::HloModuleProto* proto) {

@@ -343,7 +343,7 @@ absl::Status Importer::ImportAttributes(const xla::HloInstructionProto& p, HloOp
     if (!kind.ok()) return Annotate(kind.status(), absl::StrCat(where, ": fusion_kind"));
     a->fusion_kind = *kind;
   }
-  return absl::OkStatus();
+  return proto_internal::OpAttributesFromProto(p, op, where, a);
 }
 
 absl::StatusOr<std::unique_ptr<HloComputation>> Importer::ImportComputation(

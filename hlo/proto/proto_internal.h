@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "hlo/ir/attributes.h"
+#include "hlo/ir/instruction.h"
 #include "hlo/ir/literal.h"
 #include "hlo/ir/shape.h"
 // protobuf_generate_cpp writes the header at the build root; accept a
@@ -49,6 +50,14 @@ void ShapeToProto(const Shape& shape, xla::ShapeProto* proto);
 // Enforces hlo/ir/limits.h (array bytes, tuple nesting below `depth`).
 absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
                                      absl::string_view where, int depth = 0);
+
+// ---- Op attributes of proto_ops.cc ------------------------------------------
+
+// fft, cholesky, triangular-solve, batch norm, rng*, domain, custom-call
+// layout constraints, output/operand aliasing and original_value.
+absl::Status OpAttributesToProto(const HloInstruction& instr, xla::HloInstructionProto* proto);
+absl::Status OpAttributesFromProto(const xla::HloInstructionProto& proto, HloOpcode op,
+                                   const std::string& where, HloAttributes* attrs);
 
 // ---- Literals --------------------------------------------------------------
 

@@ -106,8 +106,13 @@ absl::StatusOr<std::map<std::string, Mesh>> ParseMeshes(absl::string_view text) 
       }
     }
     if (sc.Eat(",") && sc.Eat("device_ids")) {
-      return absl::UnimplementedError(
-          absl::StrCat("mesh ", name, " has an explicit device order (device_ids)"));
+      // A maximal mesh (no axes, one device: what jax gives host callbacks)
+      // is a mesh of one; a device order over axes is not supported.
+      int64_t id = 0;
+      if (!mesh.empty() || !sc.Eat("=") || !sc.Eat("[") || !sc.Int(&id) || !sc.Eat("]")) {
+        return absl::UnimplementedError(
+            absl::StrCat("mesh ", name, " has an explicit device order (device_ids)"));
+      }
     }
     if (!sc.Eat(">")) {
       return absl::InvalidArgumentError(absl::StrCat("cannot read mesh ", name));

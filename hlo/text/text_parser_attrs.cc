@@ -484,6 +484,9 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   };
   using O = HloOpcode;
   HloAttributes& a = instr->attrs;
+  bool handled = false;
+  RETURN_IF_ERROR(ParseOpAttribute(name, loc, instr, &handled));
+  if (handled) return absl::OkStatus();
   // Generic attributes.
   if (name == "sharding") {
     lexer_.Next();
@@ -535,7 +538,7 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
     return ParseBool(&a.is_composite);
   }
   // Hints that do not change what is computed: dropped.
-  if (name == "origin" || name == "inferred_dimension" || name == "mode") {
+  if (name == "inferred_dimension" || name == "mode") {
     lexer_.Next();
     return SkipValue();
   }
@@ -558,7 +561,8 @@ absl::Status TextParser::ParseInstructionAttribute(ParsedInstruction* instr) {
   if (name == "dimensions") {
     RETURN_IF_ERROR(only({O::kBroadcast, O::kTranspose, O::kReduce, O::kReverse,
                           O::kConcatenate, O::kAllGather, O::kReduceScatter,
-                          O::kAllToAll, O::kSort, O::kAllGatherStart, O::kMap}));
+                          O::kAllToAll, O::kSort, O::kAllGatherStart, O::kMap,
+                          O::kGetDimensionSize, O::kSetDimensionSize}));
     return ParseDimList(&a.dimensions);
   }
   if (name == "iota_dimension") {
@@ -872,6 +876,16 @@ absl::Status TextParser::CheckRequiredAttributes(const ParsedInstruction& instr)
     case O::kTopK: required = {"k"}; break;
     case O::kSelectAndScatter: required = {"window", "select", "scatter"}; break;
     case O::kReducePrecision: required = {"exponent_bits", "mantissa_bits"}; break;
+    case O::kFft: required = {"fft_type", "fft_length"}; break;
+    case O::kRngBitGenerator: required = {"algorithm"}; break;
+    case O::kRngGetAndUpdateState: required = {"delta"}; break;
+    case O::kBatchNormTraining:
+    case O::kBatchNormInference:
+    case O::kBatchNormGrad: required = {"epsilon", "feature_index"}; break;
+    case O::kRng: required = {"distribution"}; break;
+    case O::kGetDimensionSize:
+    case O::kSetDimensionSize: required = {"dimensions"}; break;
+    case O::kDomain: required = {"domain"}; break;
     case O::kAsyncStart: required = {"calls"}; break;
     default: break;
   }

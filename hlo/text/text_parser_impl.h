@@ -161,6 +161,15 @@ class TextParser {
   absl::Status ParseStatistics(StatisticsViz* statistics);
   absl::Status ParseNameList(std::vector<NameRef>* names);
   absl::Status ParseComputationRef(NameRef* ref);
+  // text_parser_ops.cc: attributes of fft, linear algebra, batch norm, rng,
+  // domain, custom-call layouts/aliasing and origin=. `handled` is false
+  // (and nothing consumed) for any other attribute.
+  absl::Status ParseOpAttribute(const std::string& name, size_t loc, ParsedInstruction* instr,
+                                bool* handled);
+  absl::Status ParseOriginalValueTree(OriginalValue* value, std::vector<int64_t>* leaf,
+                                      int depth);
+  absl::Status ParseOutputOperandAliasing(std::vector<OutputOperandAlias>* out);
+  absl::Status ParseDomain(HloAttributes* attrs);
   // Skips one attribute value whose meaning we drop (balanced brackets).
   absl::Status SkipValue();
   // One `name=value` after an instruction's operands.

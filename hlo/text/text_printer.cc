@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "hlo/ir/float16.h"
 #include "hlo/text/text_lexer.h"
+#include "hlo/text/text_printer_impl.h"
 #include "hlo/ir/window.h"
 
 namespace tpuoff::hlo {
@@ -443,7 +444,13 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
         add("parameter_replication={", absl::StrJoin(v, ","), "}");
       }
       break;
-    case O::kFusion: add("kind=", FusionKindString(a.fusion_kind)); break;
+    case O::kFusion:
+      add("kind=", FusionKindString(a.fusion_kind));
+      if (!a.output_to_operand_aliasing.empty()) {
+        add("output_to_operand_aliasing=",
+            text_internal::OutputOperandAliasingString(a.output_to_operand_aliasing));
+      }
+      break;
     case O::kAllReduce:
     case O::kAllGather:
     case O::kReduceScatter:
@@ -493,13 +500,24 @@ void AppendOpcodeAttributes(const HloInstruction& instr, const PrintOptions& o,
       const std::string precision = PrecisionString(a.operand_precision);
       if (!precision.empty()) out->push_back(precision);
       add("custom_call_target=", Quoted(a.custom_call_target));
+      if (a.operand_layout_constraints.has_value()) {
+        std::vector<std::string> shapes;
+        for (const Shape& s : *a.operand_layout_constraints) shapes.push_back(s.ToString(true));
+        add("operand_layout_constraints={", absl::StrJoin(shapes, ", "), "}");
+      }
       if (a.custom_call_has_side_effect) add("custom_call_has_side_effect=true");
+      if (!a.output_to_operand_aliasing.empty()) {
+        add("output_to_operand_aliasing=",
+            text_internal::OutputOperandAliasingString(a.output_to_operand_aliasing));
+      }
       if (a.custom_call_api_version >= 2 && a.custom_call_api_version <= 4) {
         add("api_version=", kApiVersions[a.custom_call_api_version]);
       }
       break;
     }
-    default: break;
+    default:
+      text_internal::AppendNumericOpAttributes(instr, out);
+      break;
   }
   // Called computations.
   switch (instr.opcode()) {
@@ -673,18 +691,24 @@ std::string PrintInstruction(const HloInstruction& instr, const PrintOptions& o)
     for (const HloInstruction* p : instr.control_predecessors()) names.push_back(Name(p->name(), o));
     attrs.push_back(absl::StrCat("control-predecessors={", absl::StrJoin(names, ", "), "}"));
   }
-  if (o.print_metadata && !instr.metadata().empty()) {
-    attrs.push_back(absl::StrCat("metadata=", MetadataString(instr.metadata())));
-  }
-  if (!instr.attrs().backend_config.empty()) {
-    attrs.push_back(absl::StrCat("backend_config=", StringOrDict(instr.attrs().backend_config)));
-  }
+  // XLA's order: statistics, result_accuracy, origin, metadata, backend_config.
   if (!instr.attrs().statistics.empty()) {
     attrs.push_back(absl::StrCat("statistics=", StatisticsString(instr.attrs().statistics)));
   }
   if (!instr.attrs().result_accuracy.IsDefault()) {
     attrs.push_back(
         absl::StrCat("result_accuracy=", ResultAccuracyString(instr.attrs().result_accuracy)));
+  }
+  if (instr.attrs().original_value.present) {
+    attrs.push_back(absl::StrCat(
+        "origin={", text_internal::OriginalValueString(instr.attrs().original_value, instr.shape()),
+        "}"));
+  }
+  if (o.print_metadata && !instr.metadata().empty()) {
+    attrs.push_back(absl::StrCat("metadata=", MetadataString(instr.metadata())));
+  }
+  if (!instr.attrs().backend_config.empty()) {
+    attrs.push_back(absl::StrCat("backend_config=", StringOrDict(instr.attrs().backend_config)));
   }
   for (const std::string& a : attrs) absl::StrAppend(&out, ", ", a);
   return out;
@@ -763,4 +787,11 @@ std::string PrintModule(const HloModule& module, const PrintOptions& o) {
   return out;
 }
 
+namespace text_internal {
+
+std::string QuotedText(absl::string_view s) { return Quoted(s); }
+std::string BracedList(const std::vector<int64_t>& v) { return Braced(v); }
+std::string ShardingText(const HloSharding& s) { return ShardingString(s); }
+
+}  // namespace text_internal
 }  // namespace tpuoff::hlo

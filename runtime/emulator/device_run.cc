@@ -573,6 +573,13 @@ absl::Status DeviceRun::MakeOutputs(const std::vector<DeviceBuffer*>& result) {
   return absl::OkStatus();
 }
 
+void DeviceRun::NextRngState(const HloInstruction* instr, uint64_t delta, uint64_t state[2]) {
+  auto [it, fresh] = rng_states_.emplace(instr, static_cast<unsigned __int128>(0x7012395));
+  state[0] = static_cast<uint64_t>(it->second);
+  state[1] = static_cast<uint64_t>(it->second >> 64);
+  it->second += delta;
+}
+
 absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
   ExecContext& ctx = *ctx_;
   const HloInstruction* x = step.instr;
@@ -686,6 +693,19 @@ absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
     case HloOpcode::kCustomCall:
       if (hlo::IsPassThrough(*x)) return absl::OkStatus();  // aliases its operand
       return RunExtraOp(f, *x);
+    case HloOpcode::kDomain:
+      return absl::OkStatus();  // aliases its operand
+    case HloOpcode::kRngGetAndUpdateState: {
+      uint64_t state[2];
+      NextRngState(x, static_cast<uint64_t>(x->attrs().delta), state);
+      CopyBytes(f.Data(x), state, sizeof(state));
+      return absl::OkStatus();
+    }
+    case HloOpcode::kRng: {
+      uint64_t state[2];
+      NextRngState(x, static_cast<uint64_t>(RngStateDelta(*x)), state);
+      return RngKernel(*x, f.Data(x->operand(0)), f.Data(x->operand(1)), state, f.Data(x));
+    }
     default:
       return RunExtraOp(f, *x);
   }

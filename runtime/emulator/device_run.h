@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -76,6 +77,10 @@ class DeviceRun {
   absl::StatusOr<bool> StartCollectiveStep(Frame& f, const Step& step);
   absl::Status MakeOutputs(const std::vector<DeviceBuffer*>& result);
   std::string Where() const;
+  // Old value of the 128-bit state of an rng / rng-get-and-update-state
+  // instruction, advanced by `delta` (XLA:CPU: one state per instruction,
+  // starting at 0x7012395 in every execution of the module).
+  void NextRngState(const hlo::HloInstruction* instr, uint64_t delta, uint64_t state[2]);
 
   ExecContext* ctx_;
   absl::Span<const hlo::Literal> arguments_;
@@ -88,6 +93,7 @@ class DeviceRun {
   std::function<void()> wake_;
   std::vector<hlo::Literal> outputs_;
   uint64_t polls_ = 0;
+  std::unordered_map<const hlo::HloInstruction*, unsigned __int128> rng_states_;
   RunLimits::Clock::time_point last_poll_{};
 };
 

@@ -1,11 +1,14 @@
-// Dispatch of the ops in ops_extra.h, and reduce-precision.
+// Dispatch of the ops in ops_extra.h, reduce-precision and get-dimension-size.
 #include "runtime/emulator/ops_extra.h"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/float16.h"
+#include "runtime/emulator/ops_lapack.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -90,14 +93,43 @@ absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const
       return ConvolutionKernel(instr, in[0], in[1], out[0]);
     case HloOpcode::kReducePrecision:
       return ReducePrecisionKernel(instr, in[0], out[0]);
+    case HloOpcode::kFft:
+      return FftKernel(instr, in[0], out[0]);
+    case HloOpcode::kCholesky:
+      return CholeskyKernel(instr, in[0], out[0]);
+    case HloOpcode::kTriangularSolve:
+      return TriangularSolveKernel(instr, in[0], in[1], out[0]);
+    case HloOpcode::kBatchNormTraining:
+    case HloOpcode::kBatchNormInference:
+    case HloOpcode::kBatchNormGrad:
+      return BatchNormKernel(instr, in, out);
+    case HloOpcode::kRngBitGenerator:
+      return RngBitGeneratorKernel(instr, in[0], out[0], out[1]);
+    case HloOpcode::kGetDimensionSize: {
+      // Static shapes only: the size is the dimension's.
+      const int64_t d = instr.operand(0)->shape().dimensions(instr.attrs().dimensions[0]);
+      if (d > INT32_MAX) {
+        return absl::InvalidArgumentError(absl::StrCat("get-dimension-size %", instr.name(),
+                                                       ": size ", d, " does not fit s32"));
+      }
+      const int32_t v = static_cast<int32_t>(d);
+      std::memcpy(out[0], &v, sizeof(v));
+      return absl::OkStatus();
+    }
     case HloOpcode::kCustomCall:
       if (instr.attrs().custom_call_target == "TopK" && instr.operand_count() == 1 &&
           instr.shape().IsTuple() && instr.shape().tuple_size() == 2 && out.size() == 2) {
         return TopKKernel(instr, in[0], out[0], out[1]);
       }
-      return absl::UnimplementedError(
-          absl::StrCat("custom-call target \"", instr.attrs().custom_call_target, "\" (%",
-                       instr.name(), ") is not supported by the emulator"));
+      if (IsLapackTarget(instr.attrs().custom_call_target)) {
+        return LapackCustomCall(instr, in, out);
+      }
+      return absl::UnimplementedError(absl::StrCat(
+          "custom-call target \"", instr.attrs().custom_call_target, "\" (%", instr.name(),
+          ") is not supported by the emulator",
+          absl::StrContains(instr.attrs().custom_call_target, "callback")
+              ? " (a host callback into the Python process that traced the program)"
+              : ""));
     default:
       return absl::UnimplementedError(absl::StrCat("opcode ", hlo::HloOpcodeString(instr.opcode()),
                                                    " (", instr.name(),

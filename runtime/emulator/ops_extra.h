@@ -1,10 +1,14 @@
 // Kernels of sort, topk (and XLA:CPU's "TopK" custom-call),
-// select-and-scatter, convolution (oneDNN) and reduce-precision, and the one
-// dispatch point the executor calls for them. Operand and result data are
+// select-and-scatter, convolution (oneDNN), reduce-precision, fft (FFTW),
+// cholesky and triangular-solve (Eigen), the batch-norm ops,
+// rng-bit-generator and rng, get-dimension-size and jaxlib's LAPACK
+// custom-calls (ops_lapack.h), and the one dispatch point the executor
+// calls for them. Operand and result data are
 // the array leaves, depth-first.
 #ifndef TPUOFF_RUNTIME_EMULATOR_OPS_EXTRA_H_
 #define TPUOFF_RUNTIME_EMULATOR_OPS_EXTRA_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,6 +32,20 @@ absl::Status SelectAndScatterKernel(const hlo::HloInstruction& instr, const void
                                     const void* source, const void* init, void* out);
 absl::Status ConvolutionKernel(const hlo::HloInstruction& instr, const void* lhs,
                                const void* rhs, void* out);
+absl::Status FftKernel(const hlo::HloInstruction& instr, const void* in, void* out);
+absl::Status CholeskyKernel(const hlo::HloInstruction& instr, const void* in, void* out);
+absl::Status TriangularSolveKernel(const hlo::HloInstruction& instr, const void* a,
+                                   const void* b, void* out);
+// batch-norm-training / -inference / -grad.
+absl::Status BatchNormKernel(const hlo::HloInstruction& instr, const std::vector<const void*>& in,
+                             const std::vector<void*>& out);
+absl::Status RngBitGeneratorKernel(const hlo::HloInstruction& instr, const void* state_in,
+                                   void* state_out, void* data_out);
+// rng: `state` is the 128-bit counter (low, high) its rng-get-and-update-
+// state would return; RngStateDelta is how far one execution advances it.
+absl::Status RngKernel(const hlo::HloInstruction& instr, const void* a, const void* b,
+                       const uint64_t state[2], void* out);
+int64_t RngStateDelta(const hlo::HloInstruction& rng);
 
 }  // namespace tpuoff::runtime
 

@@ -6,6 +6,8 @@ PKGS=(cmake ninja-build g++ clang libclang-rt-14-dev libomp-dev
       libprotobuf-dev protobuf-compiler libabsl-dev libeigen3-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-dev
       nlohmann-json3-dev libdnnl-dev
+      # fft (FFTW3) and jaxlib's LAPACK custom-calls (reference LAPACK/BLAS)
+      libfftw3-dev liblapack-dev libblas-dev pkg-config
       # MPI: `mpirun -np P tpuoff run` spreads the simulated devices over ranks
       libopenmpi-dev openmpi-bin
       # tools/bench only: the exp/log candidates simd_math is measured against

@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+import corpus_programs_audit
+import corpus_programs_linalg
 import corpus_programs_more
 
 
@@ -26,6 +28,16 @@ class Case:
     # Not supported yet: tpuoff must refuse every form with an error matching
     # this regular expression (and the check fails once it stops doing so).
     unsupported: str = ""
+    # Also lower for TPU (tpu.hlo: cholesky / triangular-solve opcodes and
+    # XLA's Qr / Eigh / LuDecomposition custom-calls where CPU has LAPACK
+    # ones) and check it against the CPU outputs (programs whose outputs
+    # do not depend on the algorithm: not raw eigen/singular vectors).
+    tpu_form: bool = False
+    # Outputs drawn by XLA's `rng` opcode: {index: (low, high)}. XLA keys
+    # them with a random value chosen at compile time, so only the optimised
+    # forms (key baked in as a constant) match bit for bit; the others are
+    # checked to be uniform in [low, high).
+    random: dict = dataclasses.field(default_factory=dict)
 
 
 def rng(seed):
@@ -283,5 +295,7 @@ def programs():
              rtol=1e-4, atol=1e-5),
         Case("random_ops", random_ops, lambda: (key,), rtol=1e-5, atol=1e-6),
     ]
-    return cases + corpus_programs_more.programs(Case, normal, rng, mlp_helpers={
+    return (cases + corpus_programs_more.programs(Case, normal, rng, mlp_helpers={
         "transformer_block": transformer_block, "block_params": block_params})
+            + corpus_programs_linalg.programs(Case, normal, rng)
+            + corpus_programs_audit.programs(Case, normal, rng))

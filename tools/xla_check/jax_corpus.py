@@ -9,9 +9,13 @@ Per program NAME, under OUT/NAME/:
   opt.hlo       XLA:CPU's optimised module (compiled.as_text(); per-device for
                 sharded programs)
   opt.pb        XLA:CPU's optimised module as a binary proto (from the dump)
+  tpu.hlo       (some programs) the same jit lowered for TPU
   in/arg<i>.npy, out/out<i>.npy   inputs and jax's outputs (global arrays)
   case.json     forms, tolerances, jax's run time
 The programs are written here (see programs() and the corpus_*.py modules).
+HLO-text programs (corpus_programs_hlo.py: opcodes jax never emits on CPU)
+give hlo.hlo (as written), xla.pb (XLA's proto of it) and opt.hlo, with
+XLA:CPU's outputs as the reference.
 
   python jax_corpus.py --out DIR [--only SUBSTR]
 """
@@ -37,6 +41,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus_programs  # noqa: E402
+import corpus_programs_hlo  # noqa: E402
 
 
 def _time_jax(compiled, args, reps=3):
@@ -80,6 +85,12 @@ def write_case(out_dir, case):
             f.write(lowered.as_text(dialect="hlo"))
         with open(os.path.join(d, "jax.pb"), "wb") as f:
             f.write(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
+        if case.tpu_form:
+            # What the same jit lowers to for TPU (compile-only platforms
+            # need no TPU): cholesky / triangular-solve opcodes.
+            tpu = jitted.trace(*args).lower(lowering_platforms=("tpu",))
+            with open(os.path.join(d, "tpu.hlo"), "w") as f:
+                f.write(tpu.as_text(dialect="hlo"))
         compiled = lowered.compile()
         with open(os.path.join(d, "opt.hlo"), "w") as f:
             f.write(compiled.as_text())
@@ -112,7 +123,7 @@ def write_case(out_dir, case):
         for i, a in enumerate(flat_out):
             save_shards(a, a.sharding, "out", f"out{i}.npy")
     forms = ["jax.hlo", "jax.pb", "opt.hlo"]
-    for kind in ("before.hlo", "opt.pb"):
+    for kind in ("before.hlo", "opt.pb", "tpu.hlo"):
         if os.path.exists(os.path.join(d, kind)):
             forms.append(kind)
     meta = {
@@ -127,6 +138,59 @@ def write_case(out_dir, case):
         "num_outputs": len(flat_out),
         "num_devices": num_devices,
         "unsupported": case.unsupported,
+        "random": {str(k): list(v) for k, v in case.random.items()},
+    }
+    with open(os.path.join(d, "case.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    return meta
+
+
+def write_hlo_case(out_dir, case):
+    """An HLO-text program: XLA parses, prints, serialises, compiles (opt.hlo)
+    and runs it on CPU for the reference outputs."""
+    import xla_run
+    d = os.path.join(out_dir, case.name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(os.path.join(d, "in"))
+    os.makedirs(os.path.join(d, "out"))
+    with open(os.path.join(d, "hlo.hlo"), "w") as f:
+        f.write(case.text)
+    args = case.make_args()
+    for i, a in enumerate(args):
+        np.save(os.path.join(d, "in", f"arg{i}.npy"), np.asarray(a))
+    ctx = jax.enable_x64(True) if case.x64 else _Null()
+    with ctx:
+        module, _ = xla_run.load_module(os.path.join(d, "hlo.hlo"), "text")
+        with open(os.path.join(d, "xla.pb"), "wb") as f:
+            f.write(module.as_serialized_hlo_module_proto())
+        # Inputs named as the module's parameters, for xla_run.
+        info = xla_run.module_info(module)
+        named = os.path.join(d, "_xla_in")
+        os.makedirs(named)
+        for p in sorted(info.params, key=lambda p: p.number):
+            shutil.copyfile(os.path.join(d, "in", f"arg{p.number}.npy"),
+                            os.path.join(named, f"{p.name}.npy"))
+        res = os.path.join(d, "_xla_out")
+        summary = xla_run.run_module(os.path.join(d, "hlo.hlo"), named, res, fmt="text")
+        shutil.copyfile(os.path.join(res, "xla_compiled.hlo"), os.path.join(d, "opt.hlo"))
+        for i, name in enumerate(summary["outputs"]):
+            shutil.copyfile(os.path.join(res, f"{name}.npy"), os.path.join(d, "out", f"out{i}.npy"))
+        shutil.rmtree(named)
+        shutil.rmtree(res)
+    meta = {
+        "name": case.name,
+        "forms": ["hlo.hlo", "xla.pb", "opt.hlo"],
+        "sharded": False,
+        "rtol": case.rtol,
+        "atol": case.atol,
+        "exact": case.exact,
+        "jax_seconds": summary["seconds"]["execute"],
+        "num_inputs": len(args),
+        "num_outputs": len(summary["outputs"]),
+        "num_devices": 1,
+        "unsupported": "",
+        "random": {},
     }
     with open(os.path.join(d, "case.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -149,8 +213,10 @@ def main():
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
     cases = [c for c in corpus_programs.programs() if a.only in c.name]
+    hlo_cases = [c for c in corpus_programs_hlo.programs(corpus_programs.normal, corpus_programs.rng)
+                 if a.only in c.name]
     if a.list:
-        for c in cases:
+        for c in cases + hlo_cases:
             print(c.name)
         return 0
     os.makedirs(a.out, exist_ok=True)
@@ -158,6 +224,8 @@ def main():
     index = []
     for c in cases:
         index.append(write_case(a.out, c))
+    for c in hlo_cases:
+        index.append(write_hlo_case(a.out, c))
     with open(os.path.join(a.out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
     shutil.rmtree(DUMP_DIR, ignore_errors=True)
