@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -248,6 +249,29 @@ void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const ch
 
 bool IsGrpoKernel(const std::string& kernel) { return kernel.rfind("grpo_", 0) == 0; }
 
+struct DotInfo {
+  double flops = 0;
+  bool bf16 = false;  // both operands bf16
+};
+
+// Every dot of the module by instruction name: 2 * |result| * |contracted|.
+std::map<std::string, DotInfo> DotsByName(const hlo::HloModule& m) {
+  std::map<std::string, DotInfo> dots;
+  for (const auto& c : m.computations()) {
+    for (const auto& x : c->instructions()) {
+      if (x->opcode() != hlo::HloOpcode::kDot) continue;
+      double contracted = 1;
+      for (int64_t d : x->attrs().dot.lhs_contracting_dimensions) {
+        contracted *= static_cast<double>(x->operand(0)->shape().dimensions(d));
+      }
+      dots[x->name()] = {2.0 * static_cast<double>(x->shape().num_elements()) * contracted,
+                         x->operand(0)->shape().element_type() == hlo::PrimitiveType::kBF16 &&
+                             x->operand(1)->shape().element_type() == hlo::PrimitiveType::kBF16};
+    }
+  }
+  return dots;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Literal>> MakeBenchInputs(const KernelFlags& kernel,
@@ -331,6 +355,25 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
     outputs = std::move(res->outputs);
     return absl::OkStatus();
   }));
+  // Where the matrix products' time goes: one traced run, its dot steps.
+  if (const std::map<std::string, DotInfo> dots = DotsByName(*module); !dots.empty()) {
+    runtime::RunOptions traced = options;
+    traced.record_trace = true;
+    absl::StatusOr<runtime::RunResult> res = partitioned
+                                                 ? runtime::RunSpmd(*module, per_device, traced)
+                                                 : runtime::RunModule(*module, args, traced);
+    if (!res.ok()) return res.status();
+    for (const runtime::TraceEvent& e : res->trace.events()) {
+      auto it = dots.find(e.name);
+      if (e.track != runtime::kHostTrack || it == dots.end()) continue;
+      r.gemm_flops += it->second.flops;
+      r.gemm_seconds += e.duration_us * 1e-6;
+      if (it->second.bf16) {
+        r.gemm_bf16_flops += it->second.flops;
+        r.gemm_bf16_seconds += e.duration_us * 1e-6;
+      }
+    }
+  }
   if (!s.pjrt_plugin.empty()) TimePjrt(*module, partitioned, per_device, args, s, &r.pjrt);
   per_device.clear();
   if (partitioned) {
