@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/cpu/parallel.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -89,7 +90,7 @@ Prepared& Lookup(ThreadState& s, const Key& key) {
 }
 
 // oneDNN runs a primitive on omp_get_max_threads() threads unless inside
-// an active parallel region; every block product here is single-threaded
+// an active OpenMP parallel region; every block product here is single-threaded
 // (the grid is the parallelism), so the kernel chosen and its summation
 // order never depend on the thread count.
 class OneThread {
@@ -203,20 +204,11 @@ absl::Status Gemm(int64_t batch, int64_t m, int64_t k, int64_t n, const GemmOper
       if (!failed.exchange(true)) error = e.what();
     }
   };
-  const int nt = static_cast<int>(std::clamp<int64_t>(num_threads, 1, tasks));
-  if (nt == 1) {
+  // On the emulator's pool (no OpenMP team busy-waiting between products).
+  ParallelFor(std::max(1, num_threads), tasks, [&](int64_t begin, int64_t end) {
     OneThread one;
-    for (int64_t t = 0; t < tasks && !failed.load(); ++t) run(t);
-  } else {
-#pragma omp parallel num_threads(nt)
-    {
-      OneThread one;
-#pragma omp for schedule(static)
-      for (int64_t t = 0; t < tasks; ++t) {
-        if (!failed.load(std::memory_order_relaxed)) run(t);
-      }
-    }
-  }
+    for (int64_t t = begin; t < end && !failed.load(std::memory_order_relaxed); ++t) run(t);
+  });
   if (failed.load()) {
     return absl::InternalError(absl::StrCat("gemm: oneDNN matmul failed: ", error));
   }

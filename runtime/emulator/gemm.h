@@ -5,7 +5,7 @@
 //
 // C is cut into a fixed grid of row and column blocks that depends on the
 // shape only; each block's product runs single-threaded in oneDNN and the
-// blocks are spread over OpenMP threads, so results do not depend on the
+// blocks are spread over the emulator's pool, so results do not depend on the
 // thread count. Primitives are cached per thread, keyed by block shape,
 // strides and types (a dot in a loop reuses them every iteration).
 #ifndef TPUOFF_RUNTIME_EMULATOR_GEMM_H_

@@ -3,8 +3,8 @@
 // itself when it is already that type with its dimensions in either order
 // (a transposed operand is read as column-major), a contiguous conversion
 // (bf16/f16) in that case, else a permuting pack. The product of each fixed
-// block of rows runs single-threaded in Eigen, blocks are spread over OpenMP
-// threads, so results do not depend on the thread count. bf16 x bf16 dots
+// block of rows runs single-threaded in Eigen, blocks are spread over the
+// emulator's pool, so results do not depend on the thread count. bf16 x bf16 dots
 // run on oneDNN's native bf16 matmul instead where the CPU has one
 // (runtime/emulator/gemm.h), on the bf16 operands as stored.
 #define EIGEN_DONT_PARALLELIZE
@@ -20,6 +20,7 @@
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/elementwise_kernels.h"
 #include "runtime/cpu/host_memory.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/emulator/gemm.h"
 #include "runtime/emulator/ops.h"
 
@@ -267,8 +268,10 @@ absl::Status FloatDot(const HloInstruction& instr, const DotGeometry& g, const v
 }
 
 // C[b] = A[b] * B[b] for [m, k] x [k, n] matrices, row blocks of C spread
-// over threads (each block's product single-threaded: results do not depend
-// on the thread count).
+// over the emulator's pool (runtime/cpu/parallel.h: no OpenMP team whose
+// idle threads busy-wait between the many small dots of a loop); each
+// block's product is single-threaded, so results do not depend on the
+// thread count.
 template <typename T>
 void MatMul(const DotGeometry& g, const Operand<T>& a, const Operand<T>& b, T* c, int threads) {
   using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -277,27 +280,28 @@ void MatMul(const DotGeometry& g, const Operand<T>& a, const Operand<T>& b, T* c
   const int64_t blocks = (g.m + kDotRowBlock - 1) / kDotRowBlock;
   const int64_t tasks = g.batch * blocks;
   const int nt = g.batch * g.m * g.n * g.k < (1 << 18) ? 1 : std::max(1, threads);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t bi = t / blocks;
-    const int64_t r0 = (t % blocks) * kDotRowBlock;
-    const int64_t rows = std::min(kDotRowBlock, g.m - r0);
-    Eigen::Map<RowMat> C(c + (bi * g.m + r0) * g.n, rows, g.n);
-    const T* ab = a.data + bi * g.m * g.k;
-    const T* bb = b.data + bi * g.k * g.n;
-    auto times_b = [&](const auto& A) {
-      if (b.col_major) {
-        C.noalias() = A * Eigen::Map<const ColMat>(bb, g.k, g.n);
+  ParallelFor(nt, tasks, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / blocks;
+      const int64_t r0 = (t % blocks) * kDotRowBlock;
+      const int64_t rows = std::min(kDotRowBlock, g.m - r0);
+      Eigen::Map<RowMat> C(c + (bi * g.m + r0) * g.n, rows, g.n);
+      const T* ab = a.data + bi * g.m * g.k;
+      const T* bb = b.data + bi * g.k * g.n;
+      auto times_b = [&](const auto& A) {
+        if (b.col_major) {
+          C.noalias() = A * Eigen::Map<const ColMat>(bb, g.k, g.n);
+        } else {
+          C.noalias() = A * Eigen::Map<const RowMat>(bb, g.k, g.n);
+        }
+      };
+      if (a.col_major) {
+        times_b(Eigen::Map<const ColMat, 0, Stride>(ab + r0, rows, g.k, Stride(g.m)));
       } else {
-        C.noalias() = A * Eigen::Map<const RowMat>(bb, g.k, g.n);
+        times_b(Eigen::Map<const RowMat>(ab + r0 * g.k, rows, g.k));
       }
-    };
-    if (a.col_major) {
-      times_b(Eigen::Map<const ColMat, 0, Stride>(ab + r0, rows, g.k, Stride(g.m)));
-    } else {
-      times_b(Eigen::Map<const RowMat>(ab + r0 * g.k, rows, g.k));
     }
-  }
+  });
 }
 
 // Complex dot (either side complex; a real side is converted): both

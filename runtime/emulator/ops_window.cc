@@ -1,7 +1,5 @@
 #include "runtime/emulator/ops_window.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -12,6 +10,7 @@
 #include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/emulator/ops.h"
 
 namespace tpuoff::runtime {
@@ -95,13 +94,13 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
   }
   const int threads =
       out_count * window_count >= kMinParallelWork ? std::max(1, num_threads) : 1;
-#pragma omp parallel num_threads(threads)
-  {
+  // On the emulator's pool (runtime/cpu/parallel.h), each range with its
+  // own scratch; every output element is computed the same way wherever.
+  ParallelFor(threads, out_count, [&](int64_t begin, int64_t end) {
     std::vector<std::vector<int64_t>> coords(rank);
     std::vector<int64_t> idx(rank), pick(rank);
     std::vector<ScalarValue> args(2 * n), acc(n), results(n);
-#pragma omp for schedule(static)
-    for (int64_t o = 0; o < out_count; ++o) {
+    for (int64_t o = begin; o < end; ++o) {
       // Output multi-index, then each dimension's window coordinates.
       bool empty = false;
       for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
@@ -144,7 +143,7 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
         GetStoreKernel(types[i])(acc[i].bytes, static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
       }
     }
-  }
+  });
   return absl::OkStatus();
 }
 

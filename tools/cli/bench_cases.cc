@@ -99,18 +99,6 @@ void TimePjrt(const hlo::HloModule& module, bool partitioned,
   if (!compile.empty()) t->compile_seconds = Median(compile);
 }
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 // The jax_grpo.GrpoParams of a GRPO kernel, or the entropy reference.
 nlohmann::ordered_json JaxRefJson(const kernels::KernelSpec& spec) {
   using Json = nlohmann::ordered_json;
@@ -203,18 +191,6 @@ std::string PrepareXlaCase(const hlo::HloModule& module, const kernels::KernelSp
   return "";
 }
 
-// Why a shell command's child failed, from pclose's status.
-std::string ExitText(int status) {
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
-  if (!WIFEXITED(status)) return absl::StrCat("status ", status);
-  const int code = WEXITSTATUS(status);
-  // The shell reports a child killed by signal N as exit 128 + N; SIGKILL
-  // (9) is what the kernel's out-of-memory killer sends.
-  if (code == 128 + 9) return "killed by SIGKILL (out of host memory?)";
-  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
-  return absl::StrCat("exit ", code);
-}
-
 // One bench_xla.py process with `flag` (--no-jax or --no-xla); the side it
 // ran is `key` in its JSON.
 void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const char* flag,
@@ -273,6 +249,30 @@ std::map<std::string, DotInfo> DotsByName(const hlo::HloModule& m) {
 }
 
 }  // namespace
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Why a shell command's child failed, from pclose's status.
+std::string ExitText(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  if (!WIFEXITED(status)) return absl::StrCat("status ", status);
+  const int code = WEXITSTATUS(status);
+  // The shell reports a child killed by signal N as exit 128 + N; SIGKILL
+  // (9) is what the kernel's out-of-memory killer sends.
+  if (code == 128 + 9) return "killed by SIGKILL (out of host memory?)";
+  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  return absl::StrCat("exit ", code);
+}
 
 absl::StatusOr<std::vector<Literal>> MakeBenchInputs(const KernelFlags& kernel,
                                                      std::vector<std::string>* names) {

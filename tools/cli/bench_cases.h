@@ -90,6 +90,11 @@ struct CaseResult {
   bool xla_with_jax = false;
 };
 
+// Helpers of the bench parts that start Python: `s` quoted for /bin/sh, and
+// why a popen()ed command failed (from pclose's status).
+std::string ShellQuote(const std::string& s);
+std::string ExitText(int status);
+
 // Random inputs for `kernel`: for the logits kernels, the unsharded
 // grpo_tiled module's parameters (a superset of every logits case's
 // parameters at that shape and dtype); for grpo_fused_linear, its own.

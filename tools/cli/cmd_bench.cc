@@ -25,6 +25,7 @@
 #include "runtime/emulator/gemm.h"
 #include "tools/cli/bench_cases.h"
 #include "tools/cli/bench_cold.h"
+#include "tools/cli/bench_corpus.h"
 #include "tools/cli/bench_floor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
@@ -64,6 +65,7 @@ struct BenchFlags {
   bool no_cold = false;
   std::string pjrt_plugin;
   std::string json;
+  std::string corpus;
   std::string work_dir;
   bool keep_work = false;
   int64_t bandwidth_mib = 1024;
@@ -208,7 +210,8 @@ nlohmann::ordered_json JsonTiming(const Timing& t) {
           {"error", t.error}};
 }
 
-std::string Json(const std::vector<CaseResult>& results, const std::string& header) {
+std::string Json(const std::vector<CaseResult>& results, const std::vector<CorpusRow>& corpus,
+                 const std::string& header) {
   std::vector<nlohmann::ordered_json> cases;
   for (const CaseResult& r : results) {
     cases.push_back({{"case", r.bench.name},
@@ -230,7 +233,16 @@ std::string Json(const std::vector<CaseResult>& results, const std::string& head
                      {"hbm_peak_bytes", r.hbm_peak_bytes},
                      {"floor_check", OrNull(r.floor_check)}});
   }
-  return JsonRecords({{"header", header}}, "cases", cases);
+  std::vector<nlohmann::ordered_json> programs;
+  for (const CorpusRow& r : corpus) {
+    programs.push_back({{"corpus", r.corpus},
+                        {"program", r.name},
+                        {"instructions", r.instructions},
+                        {"emulator", JsonTiming(r.emulator)},
+                        {"plan", JsonTiming(r.plan)},
+                        {"xla", JsonTiming(r.xla)}});
+  }
+  return JsonRecords({{"header", header}, {"corpus", programs}}, "cases", cases);
 }
 
 BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string& dtype) {
@@ -355,6 +367,10 @@ int BenchMain(const std::vector<std::string>& args) {
   flags.AddBool("no-cold", &f.no_cold,
                 "skip the cold runs (one `tpuoff run --random-inputs` process per repetition)");
   flags.AddString("json", &f.json, "also write the results as JSON here", "FILE");
+  flags.AddString("corpus", &f.corpus,
+                  "comma-separated jax_corpus.py corpus directories: time each program's "
+                  "jax.hlo on the emulator and on XLA:CPU (bench_corpus.py) on its inputs",
+                  "DIRS");
   flags.AddString("work-dir", &f.work_dir,
                   "scratch for the XLA side's modules and inputs (default: a new "
                   "/tmp/tpuoff-bench-* removed at exit)",
@@ -402,6 +418,8 @@ int BenchMain(const std::vector<std::string>& args) {
       !st.ok()) {
     return ReportFailure(kCmd, st);
   }
+  // --cases=none: only the corpus part.
+  if (f.cases == "none") f.cases.clear();
   // Every case's kernel must be a valid one, and its inputs and buffers fit.
   for (const std::string& id :
        std::vector<std::string>(absl::StrSplit(f.cases, ',', absl::SkipEmpty()))) {
@@ -429,8 +447,10 @@ int BenchMain(const std::vector<std::string>& args) {
       return ReportUsageError(kCmd, absl::StrCat("--cases: unknown case '", c, "'"));
     }
   }
-  if (dtypes.empty() || case_ids.empty()) {
-    return ReportUsageError(kCmd, "--dtypes and --cases must name at least one");
+  const std::vector<std::string> corpora = absl::StrSplit(f.corpus, ',', absl::SkipEmpty());
+  if (dtypes.empty() || (case_ids.empty() && corpora.empty())) {
+    return ReportUsageError(kCmd, "--dtypes and --cases must name at least one (--cases=none "
+                                  "only with --corpus)");
   }
 
   BenchSettings s;
@@ -551,8 +571,23 @@ int BenchMain(const std::vector<std::string>& args) {
       }
     }
   }
+  // The real-HLO corpus: the emulator against XLA:CPU on JAX's modules.
+  std::vector<CorpusRow> corpus_rows;
+  for (const std::string& dir : corpora) {
+    absl::StatusOr<std::vector<CorpusRow>> rows = RunCorpusBench(dir, s);
+    if (!rows.ok()) return ReportFailure(kCmd, rows.status());
+    for (CorpusRow& r : *rows) {
+      for (const auto& [t, side] : {std::pair{&r.emulator, "emulator"}, {&r.xla, "XLA:CPU"}}) {
+        if (t->error.empty()) continue;
+        std::fprintf(stderr, "%s: corpus %s: %s: %s\n", std::string(kCmd).c_str(),
+                     r.name.c_str(), side, OneLine(t->error).c_str());
+        failed = true;
+      }
+      corpus_rows.push_back(std::move(r));
+    }
+  }
   absl::StrAppend(&header, "load average ", LoadAverage(), " after\n");
-  std::string table = Table(results);
+  std::string table = results.empty() ? "" : Table(results);
   for (const CaseResult& r : results) {
     if (r.host_io_seconds <= 0) continue;
     absl::StrAppend(&table, "\n", r.bench.name, " ", r.dtype,
@@ -561,9 +596,17 @@ int BenchMain(const std::vector<std::string>& args) {
                     SecondsText(r.host_io_seconds), " more (once, not in the median).");
   }
   absl::StrAppend(&table, GemmLines(results));
+  if (!corpus_rows.empty()) {
+    absl::StrAppend(&table, table.empty() ? "" : "\n",
+                    "Real-HLO corpus: the module jax.jit lowers each program to (jax.hlo), on the "
+                    "emulator (planned once; the planning timed apart) and on XLA:CPU (compiled "
+                    "once), same inputs; medians\n\n",
+                    CorpusTable(corpus_rows));
+  }
   std::printf("\n%s\nload average %s after\n", table.c_str(), LoadAverage().c_str());
   if (!f.json.empty()) {
-    if (absl::Status st = WriteFileAtomically(f.json, Json(results, header)); !st.ok()) {
+    if (absl::Status st = WriteFileAtomically(f.json, Json(results, corpus_rows, header));
+        !st.ok()) {
       return ReportFailure(kCmd, st);
     }
   }
