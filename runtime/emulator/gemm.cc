@@ -1,7 +1,5 @@
 #include "runtime/emulator/gemm.h"
 
-#include <omp.h>
-
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/cpu/parallel.h"
+#include "runtime/emulator/onednn_threads.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -89,18 +88,8 @@ Prepared& Lookup(ThreadState& s, const Key& key) {
   return s.cache.emplace(key, std::move(p)).first->second;
 }
 
-// oneDNN runs a primitive on omp_get_max_threads() threads unless inside
-// an active OpenMP parallel region; every block product here is single-threaded
-// (the grid is the parallelism), so the kernel chosen and its summation
-// order never depend on the thread count.
-class OneThread {
- public:
-  OneThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
+// Every block product runs single-threaded (the grid is the parallelism).
+using OneThread = OneDnnOnThisThread;
 
 bool ProbeNativeBf16() {
   try {
