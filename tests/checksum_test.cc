@@ -3,6 +3,7 @@
 // number of threads on arrays spanning many chunks.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +111,76 @@ TEST(Checksum, ChunksAreNotInterchangeable) {
   const Checksum ca = ComputeChecksum(a), cb = ComputeChecksum(b);
   EXPECT_EQ(ca.sum, cb.sum);
   EXPECT_NE(ca.hash, cb.hash);
+}
+
+// The sums in their defined order: per 1 MiB chunk eight lanes (element i of
+// a whole group of eight in lane i % 8, the ragged tail in lane 0), the
+// lanes added in order into the chunk's sums, the chunks' sums added in
+// order; non-finite values left out.
+template <typename T>
+void ReferenceSums(const T* v, int64_t n, double (*as_double)(T), double* sum,
+                   double* abs_sum) {
+  const int64_t per_chunk = (1 << 20) / sizeof(T);
+  *sum = 0;
+  *abs_sum = 0;
+  for (int64_t first = 0; first < n; first += per_chunk) {
+    const int64_t len = std::min(per_chunk, n - first);
+    double s[8] = {}, a[8] = {};
+    for (int64_t i = 0; i < len; ++i) {
+      const double x = as_double(v[first + i]);
+      if (!std::isfinite(x)) continue;
+      const int lane = i < len / 8 * 8 ? static_cast<int>(i % 8) : 0;
+      s[lane] += x;
+      a[lane] += std::fabs(x);
+    }
+    double chunk_sum = 0, chunk_abs = 0;
+    for (int l = 0; l < 8; ++l) {
+      chunk_sum += s[l];
+      chunk_abs += a[l];
+    }
+    *sum += chunk_sum;
+    *abs_sum += chunk_abs;
+  }
+}
+
+TEST(Checksum, VectorSumsMatchTheDefinedOrderBitForBit) {
+  // Values of many magnitudes (sums are inexact, so the order shows), f32
+  // and bf16, over several chunks with a ragged tail; then one +inf and one
+  // NaN in the middle chunk, which must be counted and left out.
+  const int64_t n = (3 << 18) + 13;
+  Literal f(Shape(PrimitiveType::kF32, {n}));
+  Literal h(Shape(PrimitiveType::kBF16, {n}));
+  uint64_t state = 12345;
+  for (int64_t i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const float x = std::ldexp(static_cast<float>(static_cast<int32_t>(state >> 40) - (1 << 23)),
+                               static_cast<int>((state >> 20) % 40) - 40);
+    f.data<float>()[i] = x;
+    h.data<uint16_t>()[i] = hlo::F32ToBf16(x);
+  }
+  auto f_as = [](float x) { return double{x}; };
+  auto h_as = [](uint16_t x) { return double{hlo::Bf16ToF32(x)}; };
+  for (int with_specials = 0; with_specials < 2; ++with_specials) {
+    if (with_specials) {
+      f.data<float>()[(1 << 18) + 5] = std::numeric_limits<float>::infinity();
+      f.data<float>()[(1 << 18) + 100] = std::numeric_limits<float>::quiet_NaN();
+      h.data<uint16_t>()[(1 << 19) + 5] = 0x7f80;  // +inf
+      h.data<uint16_t>()[(1 << 19) + 100] = 0x7fc0;  // NaN
+    }
+    double sum, abs_sum;
+    ReferenceSums<float>(f.data<float>(), n, +f_as, &sum, &abs_sum);
+    Checksum c = ComputeChecksum(f);
+    EXPECT_EQ(c.sum, sum) << "f32, specials " << with_specials;
+    EXPECT_EQ(c.abs_sum, abs_sum);
+    EXPECT_EQ(c.pos_inf_count, with_specials);
+    EXPECT_EQ(c.nan_count, with_specials);
+    ReferenceSums<uint16_t>(h.data<uint16_t>(), n, +h_as, &sum, &abs_sum);
+    c = ComputeChecksum(h);
+    EXPECT_EQ(c.sum, sum) << "bf16, specials " << with_specials;
+    EXPECT_EQ(c.abs_sum, abs_sum);
+    EXPECT_EQ(c.pos_inf_count, with_specials);
+    EXPECT_EQ(c.nan_count, with_specials);
+  }
 }
 
 }  // namespace

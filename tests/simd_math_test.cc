@@ -126,6 +126,41 @@ TEST(SimdMathTest, LogAccuracy) {
   }
 }
 
+double Tanh(double x) { return std::tanh(x); }
+
+TEST(SimdMathTest, TanhAccuracy) {
+  struct Range {
+    const char* what;
+    std::vector<float> x;
+  };
+  const std::vector<Range> ranges = {
+      {"every 4099th float", SweepAllFloats()},
+      {"[-10, 10]", Grid(-10.0f, 10.0f, 1 << 20)},
+      {"around the switch at 0.625", Grid(0.6f, 0.65f, 1 << 18)},
+      {"[-1e-3, 1e-3]", Grid(-1e-3f, 1e-3f, 1 << 18)},
+  };
+  for (const Range& r : ranges) {
+    const Worst w = Measure(&simd::Tanh, &Tanh, r.x);
+    EXPECT_LE(w.ulp, 2.0) << r.what << ": at x = " << w.ulp_at;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {0.0f, -0.0f, inf, -inf, nan, 1e-40f, -1e-40f, 50.0f, -50.0f};
+  std::vector<float> y(x.size());
+  simd::Tanh(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_FALSE(std::signbit(y[0]));
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_TRUE(std::signbit(y[1]));
+  EXPECT_EQ(y[2], 1.0f);
+  EXPECT_EQ(y[3], -1.0f);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[5], 1e-40f);
+  EXPECT_EQ(y[6], -1e-40f);
+  EXPECT_EQ(y[7], 1.0f);
+  EXPECT_EQ(y[8], -1.0f);
+}
+
 TEST(SimdMathTest, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -246,6 +281,24 @@ TEST(HostMemoryTest, LargeBlocksAreRecycledSmallOnesAreNot) {
   ASSERT_NE(s, nullptr);
   HostFree(s);
   HostFree(nullptr);
+  ReleaseHostCache();
+  EXPECT_EQ(HostCacheBytes(), 0);
+}
+
+TEST(HostMemoryTest, MappedBlocksAreZeroWritableAndRecycled) {
+  // Blocks of 8 MiB and more are mapped with their pages populated.
+  ReleaseHostCache();
+  const size_t big = (size_t{9} << 20) + 100;
+  uint8_t* a = static_cast<uint8_t*>(HostAlloc(big));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 7, big);
+  EXPECT_EQ(a[big - 1], 7);
+  HostFree(a);
+  EXPECT_GE(HostCacheBytes(), static_cast<int64_t>(big));
+  void* b = HostAlloc(big);
+  EXPECT_EQ(b, a);
+  HostFree(b);
   ReleaseHostCache();
   EXPECT_EQ(HostCacheBytes(), 0);
 }

@@ -30,6 +30,8 @@ template <>
 constexpr void (*kVectorF32<ExpOp>)(const float*, float*, int64_t) = &simd::Exp;
 template <>
 constexpr void (*kVectorF32<LogOp>)(const float*, float*, int64_t) = &simd::Log;
+template <>
+constexpr void (*kVectorF32<TanhOp>)(const float*, float*, int64_t) = &simd::Tanh;
 
 template <class Op, typename C, int R>
 void UnaryLoop(const void* a, void* out, int64_t n) {

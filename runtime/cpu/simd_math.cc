@@ -20,6 +20,7 @@ const char* VectorIsaName() {
 
 void Exp(const float* x, float* y, int64_t n) { Apply<ExpV>(x, y, n); }
 void Log(const float* x, float* y, int64_t n) { Apply<LogV>(x, y, n); }
+void Tanh(const float* x, float* y, int64_t n) { Apply<TanhV>(x, y, n); }
 
 void ExpShifted(const float* x, float shift, float* y, int64_t n) {
   const VF s = Splat(shift);

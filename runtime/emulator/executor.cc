@@ -165,10 +165,18 @@ absl::Status CheckConstantsKnown(const hlo::HloModule& module) {
   return absl::OkStatus();
 }
 
+PlanOptions PlanOptionsOf(const RunOptions& options) {
+  PlanOptions plan_options;
+  plan_options.enable_fusion = !options.disable_fusion;
+  return plan_options;
+}
+
+// `prepared`: the module's plan made earlier for these options; nullptr:
+// plan now.
 absl::StatusOr<RunResult> RunImpl(
     const hlo::HloModule& module,
     const std::vector<absl::Span<const Literal>>& per_device_arguments,
-    const RunOptions& options, CollectiveBackend* backend) {
+    const RunOptions& options, CollectiveBackend* backend, const ModulePlan* prepared) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t n = static_cast<int64_t>(per_device_arguments.size());
   if (n == 0) return absl::InvalidArgumentError("RunSpmd: no devices");
@@ -179,11 +187,14 @@ absl::StatusOr<RunResult> RunImpl(
                                                    first_device + n,
                                                    ") are not on a mesh of ", mesh));
   }
-  RETURN_IF_ERROR(CheckConstantsKnown(module));
-  PlanOptions plan_options;
-  plan_options.enable_fusion = !options.disable_fusion;
-  ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,
-                   ModulePlan::Build(module, plan_options, !options.disable_row_chains));
+  std::unique_ptr<ModulePlan> own_plan;
+  if (prepared == nullptr) {
+    RETURN_IF_ERROR(CheckConstantsKnown(module));
+    ASSIGN_OR_RETURN(own_plan, ModulePlan::Build(module, PlanOptionsOf(options),
+                                                 !options.disable_row_chains));
+    prepared = own_plan.get();
+  }
+  const ModulePlan* plan = prepared;
   std::unique_ptr<InProcessCollectives> own_backend;
   if (backend == nullptr) {
     if (mesh != n) {
@@ -220,7 +231,7 @@ absl::StatusOr<RunResult> RunImpl(
   for (int64_t d = 0; d < n; ++d) {
     devices.push_back(std::make_unique<Device>(first_device + d, options.hbm_capacity_bytes, start, trace,
                                                options.record_allocations));
-    contexts[d].plan = plan.get();
+    contexts[d].plan = plan;
     contexts[d].device = devices[d].get();
     contexts[d].backend = backend;
     contexts[d].trace = trace;
@@ -288,13 +299,54 @@ absl::StatusOr<RunResult> RunSpmd(
     const RunOptions& options, CollectiveBackend* backend) {
   std::vector<absl::Span<const Literal>> spans;
   for (const auto& args : per_device_arguments) spans.emplace_back(args);
-  return RunImpl(module, spans, options, backend);
+  return RunImpl(module, spans, options, backend, nullptr);
 }
 
 absl::StatusOr<RunResult> RunModule(const hlo::HloModule& module,
                                     absl::Span<const Literal> arguments,
                                     const RunOptions& options) {
-  return RunImpl(module, {arguments}, options, nullptr);
+  return RunImpl(module, {arguments}, options, nullptr, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<PreparedModule>> PreparedModule::Create(
+    const hlo::HloModule& module, const RunOptions& options) {
+  RETURN_IF_ERROR(CheckConstantsKnown(module));
+  ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,
+                   ModulePlan::Build(module, PlanOptionsOf(options), !options.disable_row_chains));
+  return std::unique_ptr<PreparedModule>(new PreparedModule(
+      module, std::move(plan), options.disable_fusion, options.disable_row_chains));
+}
+
+PreparedModule::PreparedModule(const hlo::HloModule& module, std::unique_ptr<ModulePlan> plan,
+                               bool disable_fusion, bool disable_row_chains)
+    : module_(&module), plan_(std::move(plan)), disable_fusion_(disable_fusion),
+      disable_row_chains_(disable_row_chains) {}
+
+PreparedModule::~PreparedModule() = default;
+
+absl::Status PreparedModule::CheckOptions(const RunOptions& options) const {
+  if (options.disable_fusion != disable_fusion_ ||
+      options.disable_row_chains != disable_row_chains_) {
+    return absl::InvalidArgumentError(
+        "PreparedModule: disable_fusion / disable_row_chains differ from the ones it was "
+        "planned with");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunResult> PreparedModule::Run(absl::Span<const Literal> arguments,
+                                              const RunOptions& options) const {
+  RETURN_IF_ERROR(CheckOptions(options));
+  return RunImpl(*module_, {arguments}, options, nullptr, plan_.get());
+}
+
+absl::StatusOr<RunResult> PreparedModule::RunSpmd(
+    const std::vector<std::vector<Literal>>& per_device_arguments, const RunOptions& options,
+    CollectiveBackend* backend) const {
+  RETURN_IF_ERROR(CheckOptions(options));
+  std::vector<absl::Span<const Literal>> spans;
+  for (const auto& args : per_device_arguments) spans.emplace_back(args);
+  return RunImpl(*module_, spans, options, backend, plan_.get());
 }
 
 }  // namespace tpuoff::runtime

@@ -11,6 +11,7 @@
 #define TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -95,6 +96,37 @@ absl::StatusOr<RunResult> RunSpmd(
     const hlo::HloModule& module,
     const std::vector<std::vector<hlo::Literal>>& per_device_arguments,
     const RunOptions& options = {}, CollectiveBackend* backend = nullptr);
+
+class ModulePlan;
+
+// A module planned once (schedule, fusion groups, buffer lifetimes, compiled
+// loops: what RunModule and RunSpmd do on every call) for repeated runs, as
+// a compiled executable is run. Results and HBM figures are those of
+// RunModule / RunSpmd. The module must outlive it, unchanged.
+class PreparedModule {
+ public:
+  // Fails as RunModule would before running (elided constants, a fused
+  // group that cannot be compiled).
+  static absl::StatusOr<std::unique_ptr<PreparedModule>> Create(const hlo::HloModule& module,
+                                                                const RunOptions& options = {});
+  ~PreparedModule();
+  // `options` may differ from Create's except in disable_fusion and
+  // disable_row_chains (INVALID_ARGUMENT).
+  absl::StatusOr<RunResult> Run(absl::Span<const hlo::Literal> arguments,
+                                const RunOptions& options = {}) const;
+  absl::StatusOr<RunResult> RunSpmd(
+      const std::vector<std::vector<hlo::Literal>>& per_device_arguments,
+      const RunOptions& options = {}, CollectiveBackend* backend = nullptr) const;
+
+ private:
+  PreparedModule(const hlo::HloModule& module, std::unique_ptr<ModulePlan> plan,
+                 bool disable_fusion, bool disable_row_chains);
+  absl::Status CheckOptions(const RunOptions& options) const;
+
+  const hlo::HloModule* module_;
+  std::unique_ptr<ModulePlan> plan_;
+  bool disable_fusion_, disable_row_chains_;
+};
 
 // Every distinct device group the collectives of `module` can use on a mesh
 // of `num_devices` (replica groups as listed; the whole mesh for an op

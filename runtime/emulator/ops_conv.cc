@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/emulator/onednn_threads.h"
 #include "runtime/emulator/ops_extra.h"
 
 namespace tpuoff::runtime {
@@ -64,6 +66,10 @@ struct Engine {
   dnnl::stream stream{engine};
 };
 
+// Below this many multiply-adds a convolution runs single-threaded: 2^25
+// (~67 MFLOP, a few ms on one core) is where an OpenMP team starts to pay.
+constexpr double kMinParallelConvMacs = double{1 << 25};
+
 Engine& GetEngine() {
   thread_local Engine e;
   return e;
@@ -105,6 +111,15 @@ absl::Status ConvolutionKernel(const HloInstruction& instr, const void* lhs, con
   const int64_t bgroups = instr.attrs().batch_group_count;
   constexpr auto f32 = memory::data_type::f32;
   Engine& e = GetEngine();
+  // Multiply-adds: each output element takes (input features / groups) x
+  // the window. Small convolutions run on this thread alone
+  // (onednn_threads.h); large ones on oneDNN's OpenMP team.
+  double window = 1;
+  for (int64_t d : dn.kernel_spatial_dimensions) window *= static_cast<double>(rs.dimensions(d));
+  const double macs = static_cast<double>(os.num_elements()) * window *
+                      static_cast<double>(rs.dimensions(dn.kernel_input_feature_dimension));
+  std::optional<OneDnnOnThisThread> one_thread;
+  if (macs < kMinParallelConvMacs) one_thread.emplace();
   try {
     // Canonical orders: lhs [N, C, S...], rhs [O, I, K...], out [N, O, S...].
     std::vector<int64_t> lo = {dn.input_batch_dimension, dn.input_feature_dimension};

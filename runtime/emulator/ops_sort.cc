@@ -6,9 +6,11 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/ir/window.h"
 #include "runtime/emulator/ops.h"
@@ -176,9 +178,109 @@ absl::Status TopKKernel(const HloInstruction& instr, const void* in, void* value
   return absl::OkStatus();
 }
 
+namespace {
+
+// A select computation that is compare(p0, p1) in one ordering direction
+// with XLA's default float comparison; nullopt otherwise.
+std::optional<hlo::ComparisonDirection> MatchFloatSelect(const hlo::HloComputation* c) {
+  const HloInstruction* root = c->root();
+  if (c->num_parameters() != 2 || root->opcode() != hlo::HloOpcode::kCompare ||
+      root->operand(0) != c->parameter(0) || root->operand(1) != c->parameter(1)) {
+    return std::nullopt;
+  }
+  const std::string& type = root->attrs().comparison_type;
+  if (!type.empty() && type != "FLOAT") return std::nullopt;
+  const hlo::ComparisonDirection d = root->attrs().comparison_direction;
+  if (d == hlo::ComparisonDirection::kEq || d == hlo::ComparisonDirection::kNe) {
+    return std::nullopt;
+  }
+  return d;
+}
+
+// select-and-scatter of f32 with a MatchFloatSelect select and an add
+// scatter (max/min pooling's gradient): the generic loop below with the
+// comparisons and sums done inline, in the same order (same results).
+template <hlo::ComparisonDirection kDir>
+void SelectAndScatterF32(const HloInstruction& instr, const float* op, const float* src,
+                         float init, float* out) {
+  const Shape& oshape = instr.operand(0)->shape();
+  const Shape& sshape = instr.operand(1)->shape();
+  const int64_t rank = oshape.rank();
+  const auto& win = instr.attrs().window;
+  std::fill(out, out + oshape.num_elements(), init);
+  std::vector<int64_t> ostrides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
+  auto keep = [](float a, float b) {
+    if constexpr (kDir == hlo::ComparisonDirection::kGe) return a >= b;
+    if constexpr (kDir == hlo::ComparisonDirection::kGt) return a > b;
+    if constexpr (kDir == hlo::ComparisonDirection::kLe) return a <= b;
+    return a < b;
+  };
+  std::vector<int64_t> sidx(rank, 0), widx(rank, 0);
+  for (int64_t s = 0; s < sshape.num_elements(); ++s) {
+    int64_t best = -1;
+    std::fill(widx.begin(), widx.end(), 0);
+    for (bool more = true; more;) {
+      int64_t flat = 0;
+      bool inside = true;
+      for (int64_t d = 0; d < rank && inside; ++d) {
+        const int64_t pos = sidx[d] * win[d].stride + widx[d] * win[d].window_dilation -
+                            win[d].padding_low;
+        if (pos < 0 || pos >= oshape.dimensions(d) || pos % win[d].base_dilation != 0) {
+          inside = false;
+        } else {
+          flat += (pos / win[d].base_dilation) * ostrides[d];
+        }
+      }
+      if (inside && (best < 0 || !keep(op[best], op[flat]))) best = flat;
+      more = false;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++widx[d] < win[d].size) {
+          more = true;
+          break;
+        }
+        widx[d] = 0;
+      }
+    }
+    if (best >= 0) out[best] = out[best] + src[s];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++sidx[d] < sshape.dimensions(d)) break;
+      sidx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* operand,
                                     const void* source, const void* init, void* out) {
   RETURN_IF_ERROR(CheckSlotTypes(instr));
+  if (instr.operand(0)->shape().element_type() == PrimitiveType::kF32 &&
+      instr.operand(1)->shape().element_type() == PrimitiveType::kF32 &&
+      hlo::MatchReducer(instr.called_computations()[1]) == hlo::HloOpcode::kAdd) {
+    if (const auto dir = MatchFloatSelect(instr.called_computations()[0])) {
+      const float* op = static_cast<const float*>(operand);
+      const float* src = static_cast<const float*>(source);
+      float init_value;
+      std::memcpy(&init_value, init, sizeof(init_value));
+      float* o = static_cast<float*>(out);
+      switch (*dir) {
+        case hlo::ComparisonDirection::kGe:
+          SelectAndScatterF32<hlo::ComparisonDirection::kGe>(instr, op, src, init_value, o);
+          break;
+        case hlo::ComparisonDirection::kGt:
+          SelectAndScatterF32<hlo::ComparisonDirection::kGt>(instr, op, src, init_value, o);
+          break;
+        case hlo::ComparisonDirection::kLe:
+          SelectAndScatterF32<hlo::ComparisonDirection::kLe>(instr, op, src, init_value, o);
+          break;
+        default:
+          SelectAndScatterF32<hlo::ComparisonDirection::kLt>(instr, op, src, init_value, o);
+          break;
+      }
+      return absl::OkStatus();
+    }
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> select,
                    ScalarEvaluator::Create(instr.called_computations()[0]));
   ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> scatter,

@@ -1,8 +1,7 @@
 #include "runtime/emulator/ops_window.h"
 
-#include <omp.h>
-
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -12,6 +11,8 @@
 #include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/cpu/elementwise_ops.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/emulator/ops.h"
 
 namespace tpuoff::runtime {
@@ -48,6 +49,51 @@ void WindowCoordinates(const WindowDimension& w, int64_t base, int64_t o,
 
 // Below this many window reads in total, threads cost more than they save.
 constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+
+// One f32 input folded with a plain add/multiply/max/min: the generic loop
+// below with the values read and combined inline (same order, same
+// results), not one load and one combine call per window element.
+template <class Op>
+void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_shape,
+                     const Shape& out_shape, const std::vector<WindowDimension>& window,
+                     const std::vector<int64_t>& in_strides, int threads) {
+  const int64_t rank = in_shape.rank();
+  ParallelFor(threads, out_shape.num_elements(), [&](int64_t begin, int64_t end) {
+    std::vector<std::vector<int64_t>> coords(rank);
+    std::vector<int64_t> idx(rank), pick(rank);
+    for (int64_t o = begin; o < end; ++o) {
+      bool empty = false;
+      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+        idx[d] = rest % out_shape.dimensions(d);
+        rest /= out_shape.dimensions(d);
+      }
+      for (int64_t d = 0; d < rank; ++d) {
+        WindowCoordinates(window[d], in_shape.dimensions(d), idx[d], &coords[d]);
+        empty |= coords[d].empty();
+      }
+      float acc = init;
+      if (!empty && rank > 0) {
+        // The last dimension innermost: its coordinates in a tight loop.
+        const std::vector<int64_t>& last = coords[rank - 1];
+        std::fill(pick.begin(), pick.end(), 0);
+        while (true) {
+          int64_t offset = 0;
+          for (int64_t d = 0; d + 1 < rank; ++d) offset += coords[d][pick[d]] * in_strides[d];
+          for (int64_t c : last) acc = Op::template Apply<float>(acc, in[offset + c]);
+          int64_t d = rank - 2;
+          for (; d >= 0; --d) {
+            if (++pick[d] < static_cast<int64_t>(coords[d].size())) break;
+            pick[d] = 0;
+          }
+          if (d < 0) break;
+        }
+      } else if (!empty) {
+        acc = Op::template Apply<float>(acc, in[0]);  // a scalar's only window element
+      }
+      out[o] = acc;
+    }
+  });
+}
 
 }  // namespace
 
@@ -95,13 +141,36 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
   }
   const int threads =
       out_count * window_count >= kMinParallelWork ? std::max(1, num_threads) : 1;
-#pragma omp parallel num_threads(threads)
-  {
+  if (combine != nullptr && types[0] == PrimitiveType::kF32) {
+    float init;
+    std::memcpy(&init, inits[0], sizeof(init));
+    const float* in = static_cast<const float*>(inputs[0]);
+    float* out = static_cast<float*>(outs[0]);
+    using namespace elementwise;  // NOLINT: the op structs
+    switch (*hlo::MatchReducer(instr.to_apply())) {
+      case hlo::HloOpcode::kAdd:
+        ReduceWindowF32<AddOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
+        return absl::OkStatus();
+      case hlo::HloOpcode::kMultiply:
+        ReduceWindowF32<MulOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
+        return absl::OkStatus();
+      case hlo::HloOpcode::kMaximum:
+        ReduceWindowF32<MaxOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
+        return absl::OkStatus();
+      case hlo::HloOpcode::kMinimum:
+        ReduceWindowF32<MinOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
+        return absl::OkStatus();
+      default:
+        break;  // the generic loop below
+    }
+  }
+  // On the emulator's pool (runtime/cpu/parallel.h), each range with its
+  // own scratch; every output element is computed the same way wherever.
+  ParallelFor(threads, out_count, [&](int64_t begin, int64_t end) {
     std::vector<std::vector<int64_t>> coords(rank);
     std::vector<int64_t> idx(rank), pick(rank);
     std::vector<ScalarValue> args(2 * n), acc(n), results(n);
-#pragma omp for schedule(static)
-    for (int64_t o = 0; o < out_count; ++o) {
+    for (int64_t o = begin; o < end; ++o) {
       // Output multi-index, then each dimension's window coordinates.
       bool empty = false;
       for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
@@ -144,7 +213,7 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
         GetStoreKernel(types[i])(acc[i].bytes, static_cast<uint8_t*>(outs[i]) + o * widths[i], 1);
       }
     }
-  }
+  });
   return absl::OkStatus();
 }
 

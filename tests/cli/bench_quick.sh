@@ -19,8 +19,12 @@ fi
 run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" && {
   expect_in "$WORK/out" "shape B=1 T=64 V=8192" "quick shape in the header"
   expect_in "$WORK/out" "streaming bandwidth read" "bandwidth in the header"
-  expect_in "$WORK/out" "| case | dtype | emulator | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound |" \
+  expect_in "$WORK/out" "| case | dtype | emulator | cold run | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound | cold/warm |" \
     "table header"
+  # The fused kernel's matmul rates, and bf16 against f32 in the same run.
+  expect_in "$WORK/out" "Matrix products (oneDNN" "GEMM backend line"
+  expect_in "$WORK/out" "grpo_fused_linear fwd_bwd T=64 H=64 bf16: dots" "bf16 GEMM rate"
+  expect_in "$WORK/out" "bf16/f32 GEMM rate" "GEMM ratio"
   for c in "grpo_tiled fwd_bwd" "grpo_reference fwd_bwd" "entropy_tiled fwd" \
       "grpo_tiled fwd_bwd vocab/8"; do
     for d in bf16 f32; do
@@ -54,6 +58,11 @@ for c in d["cases"]:
     assert (c["floor_check"] is None) if fused else (c["floor_check"] <= 1), c
     assert (c["bound_s"] == 0) if fused else (c["bound_s"] > 0), c
     assert (c["host_io_s"] > 0) == ("vocab/" in c["case"]), c
+    # Cold: one `tpuoff run --random-inputs` process per repetition.
+    assert len(c["cold"]["samples_s"]) == 2 and c["cold"]["median_s"] > 0, c
+    assert c["cold"]["error"] == "" and c["cold_minor_faults"] > 0, c
+    # Only the fused kernel has dots.
+    assert (c["gemm_flops"] > 0 and c["gemm_s"] > 0) == fused, c
     if os.environ.get("TPUOFF_PJRT_CPU") == "1":
         assert c["pjrt"]["median_s"] > 0 and c["pjrt"]["compile_s"] > 0, c
         assert c["pjrt"]["error"] == "", c
@@ -67,6 +76,13 @@ run_cmd 0 "single case" -- bench --quick --cases=entropy_tiled --dtypes=f32 --se
   rows=$(grep -c '^| entropy_tiled fwd | f32 |' "$WORK/out")
   [[ $rows -eq 1 ]] || fail "single case: expected one row, got $rows"
   expect_in "$WORK/out" "T=8 V=1000" "single case shape"
+}
+
+# Without the cold runs the column reads "-".
+run_cmd 0 "no cold runs" -- bench --quick --cases=entropy_tiled --dtypes=f32 --seq=8 \
+    --vocab=1000 --reps=1 --warmup=0 --no-cold && {
+  grep -q '^| entropy_tiled fwd | f32 | [0-9.]* m\?s | - |' "$WORK/out" ||
+    fail "--no-cold: cold column not '-': $(grep '^| entropy' "$WORK/out")"
 }
 
 run_cmd 2 "bad case" -- bench --cases=nope

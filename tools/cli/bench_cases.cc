@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -96,18 +97,6 @@ void TimePjrt(const hlo::HloModule& module, bool partitioned,
   }
   if (!t->samples.empty()) t->median = Median(t->samples);
   if (!compile.empty()) t->compile_seconds = Median(compile);
-}
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 // The jax_grpo.GrpoParams of a GRPO kernel, or the entropy reference.
@@ -202,18 +191,6 @@ std::string PrepareXlaCase(const hlo::HloModule& module, const kernels::KernelSp
   return "";
 }
 
-// Why a shell command's child failed, from pclose's status.
-std::string ExitText(int status) {
-  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
-  if (!WIFEXITED(status)) return absl::StrCat("status ", status);
-  const int code = WEXITSTATUS(status);
-  // The shell reports a child killed by signal N as exit 128 + N; SIGKILL
-  // (9) is what the kernel's out-of-memory killer sends.
-  if (code == 128 + 9) return "killed by SIGKILL (out of host memory?)";
-  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
-  return absl::StrCat("exit ", code);
-}
-
 // One bench_xla.py process with `flag` (--no-jax or --no-xla); the side it
 // ran is `key` in its JSON.
 void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const char* flag,
@@ -248,7 +225,54 @@ void RunXlaProcess(const BenchSettings& s, const std::string& case_dir, const ch
 
 bool IsGrpoKernel(const std::string& kernel) { return kernel.rfind("grpo_", 0) == 0; }
 
+struct DotInfo {
+  double flops = 0;
+  bool bf16 = false;  // both operands bf16
+};
+
+// Every dot of the module by instruction name: 2 * |result| * |contracted|.
+std::map<std::string, DotInfo> DotsByName(const hlo::HloModule& m) {
+  std::map<std::string, DotInfo> dots;
+  for (const auto& c : m.computations()) {
+    for (const auto& x : c->instructions()) {
+      if (x->opcode() != hlo::HloOpcode::kDot) continue;
+      double contracted = 1;
+      for (int64_t d : x->attrs().dot.lhs_contracting_dimensions) {
+        contracted *= static_cast<double>(x->operand(0)->shape().dimensions(d));
+      }
+      dots[x->name()] = {2.0 * static_cast<double>(x->shape().num_elements()) * contracted,
+                         x->operand(0)->shape().element_type() == hlo::PrimitiveType::kBF16 &&
+                             x->operand(1)->shape().element_type() == hlo::PrimitiveType::kBF16};
+    }
+  }
+  return dots;
+}
+
 }  // namespace
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Why a shell command's child failed, from pclose's status.
+std::string ExitText(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  if (!WIFEXITED(status)) return absl::StrCat("status ", status);
+  const int code = WEXITSTATUS(status);
+  // The shell reports a child killed by signal N as exit 128 + N; SIGKILL
+  // (9) is what the kernel's out-of-memory killer sends.
+  if (code == 128 + 9) return "killed by SIGKILL (out of host memory?)";
+  if (code > 128) return absl::StrCat("killed by signal ", code - 128);
+  return absl::StrCat("exit ", code);
+}
 
 absl::StatusOr<std::vector<Literal>> MakeBenchInputs(const KernelFlags& kernel,
                                                      std::vector<std::string>* names) {
@@ -331,6 +355,25 @@ absl::StatusOr<CaseResult> RunBenchCase(const BenchCase& c, const std::string& d
     outputs = std::move(res->outputs);
     return absl::OkStatus();
   }));
+  // Where the matrix products' time goes: one traced run, its dot steps.
+  if (const std::map<std::string, DotInfo> dots = DotsByName(*module); !dots.empty()) {
+    runtime::RunOptions traced = options;
+    traced.record_trace = true;
+    absl::StatusOr<runtime::RunResult> res = partitioned
+                                                 ? runtime::RunSpmd(*module, per_device, traced)
+                                                 : runtime::RunModule(*module, args, traced);
+    if (!res.ok()) return res.status();
+    for (const runtime::TraceEvent& e : res->trace.events()) {
+      auto it = dots.find(e.name);
+      if (e.track != runtime::kHostTrack || it == dots.end()) continue;
+      r.gemm_flops += it->second.flops;
+      r.gemm_seconds += e.duration_us * 1e-6;
+      if (it->second.bf16) {
+        r.gemm_bf16_flops += it->second.flops;
+        r.gemm_bf16_seconds += e.duration_us * 1e-6;
+      }
+    }
+  }
   if (!s.pjrt_plugin.empty()) TimePjrt(*module, partitioned, per_device, args, s, &r.pjrt);
   per_device.clear();
   if (partitioned) {

@@ -76,10 +76,24 @@ struct CaseResult {
   // Floor vs emulator outputs: max |diff| / (atol + rtol |emulator|) over
   // dlogits/entropy (<= 1: agree); nullopt when not compared.
   std::optional<double> floor_check;
+  // The run's matrix products (its dot ops): flops, and emulator seconds
+  // summed over their steps in one traced run after the timed ones; the
+  // same for the dots of two bf16 operands alone. 0: no dots.
+  double gemm_flops = 0, gemm_seconds = 0;
+  double gemm_bf16_flops = 0, gemm_bf16_seconds = 0;
+  // One `tpuoff run --random-inputs` process per sample (bench_cold.h),
+  // and its median minor page faults.
+  Timing cold;
+  int64_t cold_minor_faults = 0;
   // Written by RunBenchCase for RunXlaSide (empty: no XLA side).
   std::string xla_case_dir;
   bool xla_with_jax = false;
 };
+
+// Helpers of the bench parts that start Python: `s` quoted for /bin/sh, and
+// why a popen()ed command failed (from pclose's status).
+std::string ShellQuote(const std::string& s);
+std::string ExitText(int status);
 
 // Random inputs for `kernel`: for the logits kernels, the unsharded
 // grpo_tiled module's parameters (a superset of every logits case's

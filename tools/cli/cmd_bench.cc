@@ -22,7 +22,10 @@
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
 #include "runtime/pjrt/pjrt_backend.h"
+#include "runtime/emulator/gemm.h"
 #include "tools/cli/bench_cases.h"
+#include "tools/cli/bench_cold.h"
+#include "tools/cli/bench_corpus.h"
 #include "tools/cli/bench_floor.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
@@ -59,8 +62,10 @@ struct BenchFlags {
   bool no_jax = false;
   bool no_floor = false;
   bool no_pjrt = false;
+  bool no_cold = false;
   std::string pjrt_plugin;
   std::string json;
+  std::string corpus;
   std::string work_dir;
   bool keep_work = false;
   int64_t bandwidth_mib = 1024;
@@ -124,20 +129,65 @@ std::string Ratio(const std::optional<double>& a, const std::optional<double>& b
 
 std::string Gib(int64_t bytes) { return runtime::HumanBytes(bytes); }
 
+// This binary, for the cold runs.
+std::string SelfExe() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : exe.string();
+}
+
+// The matrix products' rates of the cases that have any, and the bf16/f32
+// ratio of a case measured in both dtypes.
+std::string GemmLines(const std::vector<CaseResult>& results) {
+  std::string out;
+  auto rate = [](double flops, double seconds) {
+    return seconds > 0 ? flops / seconds * 1e-9 : 0.0;
+  };
+  for (const CaseResult& r : results) {
+    if (r.gemm_seconds <= 0) continue;
+    if (out.empty()) absl::StrAppend(&out, "\nMatrix products (", runtime::GemmDescription(), "):");
+    absl::StrAppend(&out, "\n", r.bench.name, " ", r.dtype, ": dots ",
+                    absl::StrFormat("%.1f GFLOP/s (%.3g GFLOP in %.3f s)",
+                                    rate(r.gemm_flops, r.gemm_seconds), r.gemm_flops * 1e-9,
+                                    r.gemm_seconds));
+    if (r.gemm_bf16_seconds > 0) {
+      absl::StrAppend(&out, absl::StrFormat(", of them bf16 x bf16: %.1f GFLOP/s",
+                                            rate(r.gemm_bf16_flops, r.gemm_bf16_seconds)));
+    }
+    if (r.dtype != "bf16") continue;
+    for (const CaseResult& o : results) {
+      if (o.dtype != "f32" || o.bench.name != r.bench.name || o.gemm_seconds <= 0) continue;
+      absl::StrAppend(&out, absl::StrFormat(
+                                "; bf16/f32 GEMM rate %.2f",
+                                rate(r.gemm_flops, r.gemm_seconds) /
+                                    rate(o.gemm_flops, o.gemm_seconds)));
+      if (r.gemm_bf16_seconds > 0) {
+        absl::StrAppend(&out, absl::StrFormat(
+                                  " (bf16 x bf16 dots vs all f32 dots %.2f)",
+                                  rate(r.gemm_bf16_flops, r.gemm_bf16_seconds) /
+                                      rate(o.gemm_flops, o.gemm_seconds)));
+      }
+    }
+  }
+  return out.empty() ? out : out + "\n";
+}
+
 std::string Table(const std::vector<CaseResult>& results) {
   std::string out =
-      "| case | dtype | emulator | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound | emu/XLA "
-      "| emu/plugin | emu/floor | emu/bound | host RSS peak | HBM peak | floor check |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "| case | dtype | emulator | cold run | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound "
+      "| cold/warm | emu/XLA | emu/plugin | emu/floor | emu/bound | host RSS peak | HBM peak "
+      "| floor check |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CaseResult& r : results) {
     std::string check = "-";
     if (r.floor_check) {
       check = *r.floor_check <= 1 ? "ok" : absl::StrFormat("MISMATCH %.3g", *r.floor_check);
     }
     absl::StrAppend(&out, "| ", r.bench.name, " | ", r.dtype, " | ", Seconds(r.emulator), " | ",
-                    Seconds(r.xla), " | ", Seconds(r.pjrt), " | ", Seconds(r.jax), " | ",
-                    Seconds(r.floor), " | ",
+                    Seconds(r.cold), " | ", Seconds(r.xla), " | ", Seconds(r.pjrt), " | ",
+                    Seconds(r.jax), " | ", Seconds(r.floor), " | ",
                     r.bound_seconds > 0 ? SecondsText(r.bound_seconds) : "-", " | ",
+                    Ratio(r.cold.median, r.emulator.median), " | ",
                     Ratio(r.emulator.median, r.xla.median), " | ",
                     Ratio(r.emulator.median, r.pjrt.median), " | ",
                     Ratio(r.emulator.median, r.floor.median), " | ",
@@ -160,12 +210,19 @@ nlohmann::ordered_json JsonTiming(const Timing& t) {
           {"error", t.error}};
 }
 
-std::string Json(const std::vector<CaseResult>& results, const std::string& header) {
+std::string Json(const std::vector<CaseResult>& results, const std::vector<CorpusRow>& corpus,
+                 const std::string& header) {
   std::vector<nlohmann::ordered_json> cases;
   for (const CaseResult& r : results) {
     cases.push_back({{"case", r.bench.name},
                      {"dtype", r.dtype},
                      {"emulator", JsonTiming(r.emulator)},
+                     {"cold", JsonTiming(r.cold)},
+                     {"cold_minor_faults", r.cold_minor_faults},
+                     {"gemm_flops", r.gemm_flops},
+                     {"gemm_s", r.gemm_seconds},
+                     {"gemm_bf16_flops", r.gemm_bf16_flops},
+                     {"gemm_bf16_s", r.gemm_bf16_seconds},
                      {"xla", JsonTiming(r.xla)},
                      {"pjrt", JsonTiming(r.pjrt)},
                      {"jax", JsonTiming(r.jax)},
@@ -176,7 +233,16 @@ std::string Json(const std::vector<CaseResult>& results, const std::string& head
                      {"hbm_peak_bytes", r.hbm_peak_bytes},
                      {"floor_check", OrNull(r.floor_check)}});
   }
-  return JsonRecords({{"header", header}}, "cases", cases);
+  std::vector<nlohmann::ordered_json> programs;
+  for (const CorpusRow& r : corpus) {
+    programs.push_back({{"corpus", r.corpus},
+                        {"program", r.name},
+                        {"instructions", r.instructions},
+                        {"emulator", JsonTiming(r.emulator)},
+                        {"plan", JsonTiming(r.plan)},
+                        {"xla", JsonTiming(r.xla)}});
+  }
+  return JsonRecords({{"header", header}, {"corpus", programs}}, "cases", cases);
 }
 
 BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string& dtype) {
@@ -254,10 +320,15 @@ int BenchMain(const std::vector<std::string>& args) {
       "    vectorised exp (tools/cli/bench_floor.cc), checked against the\n"
       "    emulator's outputs;\n"
       "  the bandwidth bound: logits read in the forward and again in the\n"
-      "    backward, dlogits written, at this machine's measured bandwidth.\n"
+      "    backward, dlogits written, at this machine's measured bandwidth;\n"
+      "  the cold run: one `tpuoff run --kernel=... --random-inputs` process per\n"
+      "    repetition (inputs generated, planning, the run on fresh host memory,\n"
+      "    checksums, exit), what a user sees; --no-cold skips it.\n"
       "Prints a markdown table of medians (after --warmup runs) and the ratios\n"
-      "emulator/XLA, emulator/floor, emulator/bound, with the host RSS peak next\n"
-      "to the simulated HBM peak. A sharded case times the devices' programs and\n"
+      "cold/warm, emulator/XLA, emulator/floor, emulator/bound, with the host RSS\n"
+      "peak next to the simulated HBM peak; below it the matrix products' rate\n"
+      "(GFLOP/s of the dot steps of one traced run) and bf16/f32 for the fused\n"
+      "kernel. A sharded case times the devices' programs and\n"
       "collectives on per-device arrays (as XLA's execute_sharded is timed); the\n"
       "host's split of the global inputs and assembly of the global outputs is\n"
       "reported under the table. --quick: a small shape and 2 repetitions (CI).\n"
@@ -293,7 +364,13 @@ int BenchMain(const std::vector<std::string>& args) {
                   "build time; none without the PJRT backend)",
                   "PATH");
   flags.AddBool("no-pjrt", &f.no_pjrt, "skip the XLA CPU plugin column");
+  flags.AddBool("no-cold", &f.no_cold,
+                "skip the cold runs (one `tpuoff run --random-inputs` process per repetition)");
   flags.AddString("json", &f.json, "also write the results as JSON here", "FILE");
+  flags.AddString("corpus", &f.corpus,
+                  "comma-separated jax_corpus.py corpus directories: time each program's "
+                  "jax.hlo on the emulator and on XLA:CPU (bench_corpus.py) on its inputs",
+                  "DIRS");
   flags.AddString("work-dir", &f.work_dir,
                   "scratch for the XLA side's modules and inputs (default: a new "
                   "/tmp/tpuoff-bench-* removed at exit)",
@@ -341,6 +418,8 @@ int BenchMain(const std::vector<std::string>& args) {
       !st.ok()) {
     return ReportFailure(kCmd, st);
   }
+  // --cases=none: only the corpus part.
+  if (f.cases == "none") f.cases.clear();
   // Every case's kernel must be a valid one, and its inputs and buffers fit.
   for (const std::string& id :
        std::vector<std::string>(absl::StrSplit(f.cases, ',', absl::SkipEmpty()))) {
@@ -368,8 +447,10 @@ int BenchMain(const std::vector<std::string>& args) {
       return ReportUsageError(kCmd, absl::StrCat("--cases: unknown case '", c, "'"));
     }
   }
-  if (dtypes.empty() || case_ids.empty()) {
-    return ReportUsageError(kCmd, "--dtypes and --cases must name at least one");
+  const std::vector<std::string> corpora = absl::StrSplit(f.corpus, ',', absl::SkipEmpty());
+  if (dtypes.empty() || (case_ids.empty() && corpora.empty())) {
+    return ReportUsageError(kCmd, "--dtypes and --cases must name at least one (--cases=none "
+                                  "only with --corpus)");
   }
 
   BenchSettings s;
@@ -473,6 +554,11 @@ int BenchMain(const std::vector<std::string>& args) {
         report(r, r.jax, "jax.jit");
         // A side that was asked for and failed fails the bench.
         if (!r.xla.error.empty() || !r.jax.error.empty()) failed = true;
+        if (!f.no_cold) {
+          TimeColdRuns(SelfExe(), r.bench, s.reps, s.num_threads, &r.cold, &r.cold_minor_faults);
+          report(r, r.cold, "cold run");
+          if (!r.cold.error.empty()) failed = true;
+        }
         if (!r.xla_case_dir.empty()) {
           std::fprintf(stderr, "%s: %s %s: XLA:CPU %s, jax.jit %s\n",
                        std::string(kCmd).c_str(), r.bench.name.c_str(), dtype.c_str(),
@@ -485,8 +571,23 @@ int BenchMain(const std::vector<std::string>& args) {
       }
     }
   }
+  // The real-HLO corpus: the emulator against XLA:CPU on JAX's modules.
+  std::vector<CorpusRow> corpus_rows;
+  for (const std::string& dir : corpora) {
+    absl::StatusOr<std::vector<CorpusRow>> rows = RunCorpusBench(dir, s);
+    if (!rows.ok()) return ReportFailure(kCmd, rows.status());
+    for (CorpusRow& r : *rows) {
+      for (const auto& [t, side] : {std::pair{&r.emulator, "emulator"}, {&r.xla, "XLA:CPU"}}) {
+        if (t->error.empty()) continue;
+        std::fprintf(stderr, "%s: corpus %s: %s: %s\n", std::string(kCmd).c_str(),
+                     r.name.c_str(), side, OneLine(t->error).c_str());
+        failed = true;
+      }
+      corpus_rows.push_back(std::move(r));
+    }
+  }
   absl::StrAppend(&header, "load average ", LoadAverage(), " after\n");
-  std::string table = Table(results);
+  std::string table = results.empty() ? "" : Table(results);
   for (const CaseResult& r : results) {
     if (r.host_io_seconds <= 0) continue;
     absl::StrAppend(&table, "\n", r.bench.name, " ", r.dtype,
@@ -494,9 +595,18 @@ int BenchMain(const std::vector<std::string>& args) {
                     "global inputs and assembling the global outputs on the host took ",
                     SecondsText(r.host_io_seconds), " more (once, not in the median).");
   }
+  absl::StrAppend(&table, GemmLines(results));
+  if (!corpus_rows.empty()) {
+    absl::StrAppend(&table, table.empty() ? "" : "\n",
+                    "Real-HLO corpus: the module jax.jit lowers each program to (jax.hlo), on the "
+                    "emulator (planned once; the planning timed apart) and on XLA:CPU (compiled "
+                    "once), same inputs; medians\n\n",
+                    CorpusTable(corpus_rows));
+  }
   std::printf("\n%s\nload average %s after\n", table.c_str(), LoadAverage().c_str());
   if (!f.json.empty()) {
-    if (absl::Status st = WriteFileAtomically(f.json, Json(results, header)); !st.ok()) {
+    if (absl::Status st = WriteFileAtomically(f.json, Json(results, corpus_rows, header));
+        !st.ok()) {
       return ReportFailure(kCmd, st);
     }
   }

@@ -14,6 +14,7 @@
 #include "hlo/ir/instruction.h"
 #include "hlo/ir/float16.h"
 #include "hlo/ir/status_macros.h"
+#include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
 
 namespace tpuoff::tools {
@@ -116,8 +117,8 @@ void StoreFloats(Literal& lit, int64_t first, const float* v, int64_t n) {
 }
 
 // sin and cos of 2*pi*u for u in [0, 1): quadrant reduction and Taylor
-// polynomials on [-pi/4, pi/4] (|error| < 1e-7); branch-free so it
-// vectorises.
+// polynomials on [-pi/4, pi/4] (|error| < 1e-7); the quadrant picked with
+// selects, not a table, so the loop over a chunk vectorises.
 inline void SinCos2Pi(float u, float* s, float* c) {
   const float q = std::nearbyint(4.0f * u);           // quadrant 0..4
   const float phi = (u - 0.25f * q) * 6.28318530718f;  // [-pi/4, pi/4]
@@ -125,37 +126,75 @@ inline void SinCos2Pi(float u, float* s, float* c) {
   const float sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040))));
   const float cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320))));
   const int k = static_cast<int>(q) & 3;
-  const float sv[4] = {sp, cp, -sp, -cp};
-  const float cv[4] = {cp, -sp, -cp, sp};
-  *s = sv[k];
-  *c = cv[k];
+  // k: 0 -> (sp, cp), 1 -> (cp, -sp), 2 -> (-sp, -cp), 3 -> (-cp, sp).
+  const float a = (k & 1) ? cp : sp;
+  const float b = (k & 1) ? sp : cp;
+  *s = (k & 2) ? -a : a;
+  *c = (k == 1 || k == 2) ? -b : b;
 }
 
-// N(0, stddev^2) by Box-Muller on 24-bit uniforms, both outputs used.
+// f32 -> bf16, round to nearest even (finite inputs: Box-Muller values).
+inline uint16_t FiniteToBf16(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, sizeof(w));
+  return static_cast<uint16_t>((w + 0x7fffu + ((w >> 16) & 1u)) >> 16);
+}
+
+// Scratch of one thread for FillNormal's chunks.
+struct NormalScratch {
+  std::vector<float> u1, u2, out;
+  NormalScratch() : u1(kChunk / 2), u2(kChunk / 2), out(kChunk) {}
+};
+
+// N(0, stddev^2) by Box-Muller on 24-bit uniforms, both outputs used. The
+// generator is splitmix64, a counter: draw i of a chunk is a function of
+// (chunk seed, i), so every step below is a loop over the chunk that
+// vectorises (64 Ki values per chunk, each chunk on one thread). Draw i is
+// Rng(seed)'s (i+1)-th Next().
+void NormalChunk(uint64_t seed, int64_t len, float sd, NormalScratch& w) {
+  const int64_t pairs = (len + 1) / 2;
+  float* u1 = w.u1.data();
+  float* u2 = w.u2.data();
+  for (int64_t i = 0; i < pairs; ++i) {
+    uint64_t z = seed + static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    // 24-bit integers: exact through int32 (which converts in vectors).
+    u1[i] = (static_cast<float>(static_cast<int32_t>(z >> 40)) + 0.5f) * 0x1.0p-24f;  // (0, 1)
+    u2[i] = static_cast<float>(static_cast<int32_t>((z >> 16) & 0xffffff)) * 0x1.0p-24f;
+  }
+  runtime::simd::Log(u1, u1, pairs);
+  float* out = w.out.data();
+  for (int64_t i = 0; i < pairs; ++i) {
+    const float radius = sd * std::sqrt(-2.0f * u1[i]);
+    float s, co;
+    SinCos2Pi(u2[i], &s, &co);
+    out[2 * i] = radius * co;
+    out[2 * i + 1] = radius * s;
+  }
+}
+
 void FillNormal(Literal& lit, uint64_t stream, double stddev) {
   const int64_t n = lit.num_elements();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   const float sd = static_cast<float>(stddev);
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    std::vector<float> u1(kChunk / 2), u2(kChunk / 2), out(kChunk);
-    Rng rng(ChunkSeed(stream, c));
-    const int64_t len = std::min(kChunk, n - c * kChunk);
-    const int64_t pairs = (len + 1) / 2;
-    for (int64_t i = 0; i < pairs; ++i) {
-      const uint64_t r = rng.Next();
-      u1[i] = (static_cast<float>(r >> 40) + 0.5f) * 0x1.0p-24f;  // (0, 1)
-      u2[i] = static_cast<float>((r >> 16) & 0xffffff) * 0x1.0p-24f;  // [0, 1)
+  const PrimitiveType type = lit.shape().element_type();
+#pragma omp parallel if (chunks > 1)
+  {
+    NormalScratch w;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t len = std::min(kChunk, n - c * kChunk);
+      NormalChunk(ChunkSeed(stream, c), len, sd, w);
+      if (type == PrimitiveType::kBF16) {
+        uint16_t* d = lit.data<uint16_t>() + c * kChunk;
+        const float* v = w.out.data();
+        for (int64_t i = 0; i < len; ++i) d[i] = FiniteToBf16(v[i]);
+      } else {
+        StoreFloats(lit, c * kChunk, w.out.data(), len);
+      }
     }
-    runtime::simd::Log(u1.data(), u1.data(), pairs);
-    for (int64_t i = 0; i < pairs; ++i) {
-      const float radius = sd * std::sqrt(-2.0f * u1[i]);
-      float s, co;
-      SinCos2Pi(u2[i], &s, &co);
-      out[2 * i] = radius * co;
-      out[2 * i + 1] = radius * s;
-    }
-    StoreFloats(lit, c * kChunk, out.data(), len);
   }
 }
 
@@ -201,13 +240,24 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       LoadRow(logits, r, v, x.data());
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < v; ++j) {
-        x[j] *= scale;
-        mx = std::max(mx, x[j]);
+      // Scaled in place and the maximum taken a vector at a time (the
+      // maximum is the same in any order).
+      namespace simd = runtime::simd;
+      simd::VF vmax = simd::Splat(-INFINITY);
+      const simd::VF vscale = simd::Splat(scale);
+      int64_t k = 0;
+      for (; k + simd::kLanes <= v; k += simd::kLanes) {
+        const simd::VF xs = simd::Load(x.data() + k) * vscale;
+        simd::Store(x.data() + k, xs);
+        vmax = simd::Max(vmax, xs);
       }
-      for (int64_t j = 0; j < v; ++j) e[j] = x[j] - mx;
-      runtime::simd::Exp(e.data(), e.data(), v);
+      float lane_max = simd::ReduceMax(vmax);
+      for (; k < v; ++k) {
+        x[k] *= scale;
+        lane_max = x[k] > lane_max ? x[k] : lane_max;
+      }
+      const float mx = lane_max;
+      runtime::simd::ExpShifted(x.data(), mx, e.data(), v);
       // f32 terms, f64 sums (1e-7 relative); eight chains, not one long
       // latency-bound one.
       double part[8] = {};
@@ -237,6 +287,18 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
     }
   }
   return s;
+}
+
+// An array literal in host memory from runtime/cpu's allocator, not
+// zero-filled (every element is written next).
+absl::StatusOr<Literal> UninitialisedArray(const Shape& shape, const std::string& name) {
+  const int64_t bytes = shape.byte_size();
+  void* data = runtime::HostAlloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "random inputs: host memory exhausted allocating ", bytes, " bytes for ", name));
+  }
+  return Literal::AdoptArray(shape, data, &runtime::HostFree);
 }
 
 bool IsDerived(const std::string& name) {
@@ -284,18 +346,26 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
       const hlo::HloInstruction* p = entry.parameter(i);
       const std::string& name = p->name();
       if (IsDerived(name) != (pass == 1)) continue;
-      Literal lit(p->shape());
       const uint64_t stream = StreamSeed(o, name);
       const Shape& shape = p->shape();
       const bool is_array = shape.IsArray();
       const bool is_float = is_array && hlo::IsFloatingPoint(shape.element_type());
+      const bool normal = is_float && (name == "logits" || name == "hidden" ||
+                                       name == "advantages" ||
+                                       (name == "lm_head" && shape.rank() == 2));
+      if (normal) {
+        // GiB-sized: uninitialised (no zero-fill pass), first touched by
+        // the threads that fill it.
+        ASSIGN_OR_RETURN(args[i], UninitialisedArray(shape, name));
+        FillNormal(args[i], stream,
+                   name == "lm_head"
+                       ? 1.0 / std::sqrt(std::max<int64_t>(shape.dimensions(0), 1))
+                       : 1.0);
+        continue;
+      }
+      Literal lit(p->shape());
       if (!is_array) {
         FillGeneric(lit, stream);
-      } else if (is_float && (name == "logits" || name == "hidden" ||
-                              name == "advantages")) {
-        FillNormal(lit, stream, 1.0);
-      } else if (is_float && name == "lm_head" && shape.rank() == 2) {
-        FillNormal(lit, stream, 1.0 / std::sqrt(std::max<int64_t>(shape.dimensions(0), 1)));
       } else if (name == "chosen_ids" && !is_float) {
         FillChunked(lit.num_elements(), stream,
                     [&](int64_t j, Rng& rng) { lit.SetFromInt64(j, rng.Below(vocab)); });

@@ -1,0 +1,31 @@
+// The cold figure of a `tpuoff bench` case: what a user sees running the
+// kernel once, i.e. one `tpuoff run --kernel=... --random-inputs` process
+// (generating the inputs, planning, the run on fresh host memory, the
+// checksums, the exit), timed from spawn to exit, with the child's CPU time
+// and minor page faults from wait4. Beside the warm emulator median it gives
+// the cold/warm ratio.
+#ifndef TPUOFF_TOOLS_CLI_BENCH_COLD_H_
+#define TPUOFF_TOOLS_CLI_BENCH_COLD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/cli/bench_cases.h"
+
+namespace tpuoff::tools {
+
+// The `tpuoff run` arguments (after "run") of the case's kernel with
+// --random-inputs.
+std::vector<std::string> ColdRunArguments(const BenchCase& c, int num_threads);
+
+// `reps` runs of `binary` with those arguments, one process each: median
+// wall and CPU seconds into t (samples too), the median minor page faults
+// into *minor_faults. A failed run sets t->error (exit status and the tail
+// of its stderr).
+void TimeColdRuns(const std::string& binary, const BenchCase& c, int reps, int num_threads,
+                  Timing* t, int64_t* minor_faults);
+
+}  // namespace tpuoff::tools
+
+#endif  // TPUOFF_TOOLS_CLI_BENCH_COLD_H_
