@@ -281,7 +281,30 @@ ENTRY %e (p: f32[2,3]) -> f32[3,2] {
   ASSERT_TRUE(module->entry_parameter_layouts().has_value());
   EXPECT_EQ((*module->entry_parameter_layouts())[0].minor_to_major(),
             (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(module->entry()->root()->shape().ToString(true), "f32[3,2]{1,0}");
+  // Tiling is dropped; the memory space (VMEM on TPU) is kept and printed.
+  EXPECT_EQ(module->entry()->root()->shape().memory_space(), 1);
+  EXPECT_EQ(module->entry()->root()->shape().ToString(true), "f32[3,2]{1,0:S(1)}");
+  EXPECT_EQ(module->entry()->parameter(0)->shape().memory_space(), 0);
+}
+
+TEST(TextParser, AcceptsAScalarsEmptyLayout) {
+  // XLA prints a scalar's layout as `{}`; `{}` on a shape of rank 1 is an
+  // error naming the layout.
+  auto module = ParseOrDie(R"(
+HloModule m
+ENTRY %e (p: f32[]) -> f32[] {
+  %p = f32[]{} parameter(0)
+  ROOT %n = f32[]{} negate(f32[]{} %p)
+})");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->entry()->root()->shape().ToString(true), "f32[]");
+  auto bad = ParseHloText(R"(
+HloModule m
+ENTRY %e {
+  ROOT %p = f32[2]{} parameter(0)
+})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("layout"));
 }
 
 TEST(TextParser, AcceptsTheLenientSyntaxXlaAndJaxUse) {

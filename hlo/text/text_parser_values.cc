@@ -206,11 +206,15 @@ absl::Status TextParser::ParseShape(Shape* shape, int depth) {
     elements *= d;
   }
   *shape = Shape(*type, dims);
-  // `{` starts a layout only when followed by an integer or ':' (otherwise it
-  // opens a computation body, as in `-> f32[2] {`).
+  // `{` starts a layout only when followed by an integer or ':', or by '}'
+  // for a scalar (`f32[]{}`, as XLA prints a scalar's empty layout);
+  // otherwise it opens a computation body, as in `-> f32[2] {`.
   if (At(TokKind::kLbrace)) {
     const TokKind next = lexer_.PeekNext().kind;
-    if (next != TokKind::kInt && next != TokKind::kColon) return absl::OkStatus();
+    const bool empty_scalar_layout = next == TokKind::kRbrace && dims.empty();
+    if (next != TokKind::kInt && next != TokKind::kColon && !empty_scalar_layout) {
+      return absl::OkStatus();
+    }
     const size_t layout_loc = Loc();
     lexer_.Next();
     std::vector<int64_t> minor_to_major;

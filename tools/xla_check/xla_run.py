@@ -574,7 +574,10 @@ def run_module(module_path, inputs_dir, outputs_dir, fmt="auto", num_partitions:
             raise HarnessError(f"{what}: shape {arr.shape} != the module's global shape {tuple(p_global[i])}")
         spec = shard_spec(p_shard[i], len(p_local[i]), n) if n > 1 else ShardSpec("replicated")
         shards = split_global(arr, p_local[i], spec, n, what)
-        bufs = [jax.device_put(s, d) for s, d in zip(shards, devs)]
+        # x64 on while placing: otherwise device_put narrows 64-bit element
+        # types (u64 rng states, s64/f64 parameters) to 32 bits.
+        with jax.enable_x64(True):
+            bufs = [jax.device_put(s, d) for s, d in zip(shards, devs)]
         if n == 1:
             args.append(bufs[0])
         else:
