@@ -206,13 +206,13 @@ absl::Status TextParser::ParseShape(Shape* shape, int depth) {
     elements *= d;
   }
   *shape = Shape(*type, dims);
-  // `{` starts a layout only when followed by an integer or ':', or by '}'
-  // for a scalar (`f32[]{}`, as XLA prints a scalar's empty layout);
-  // otherwise it opens a computation body, as in `-> f32[2] {`.
+  // `{` starts a layout only when followed by an integer, ':' or '}' (a
+  // scalar's empty layout `f32[]{}`, as XLA prints it; on an array the rank
+  // check below rejects it); otherwise it opens a computation body, as in
+  // `-> f32[2] {`.
   if (At(TokKind::kLbrace)) {
     const TokKind next = lexer_.PeekNext().kind;
-    const bool empty_scalar_layout = next == TokKind::kRbrace && dims.empty();
-    if (next != TokKind::kInt && next != TokKind::kColon && !empty_scalar_layout) {
+    if (next != TokKind::kInt && next != TokKind::kColon && next != TokKind::kRbrace) {
       return absl::OkStatus();
     }
     const size_t layout_loc = Loc();
