@@ -225,47 +225,5 @@ TEST(TpuCompile, EveryKernelCompilesForV6eAndTiledAndFusedHbmAgrees) {
               tally.cases, tally.checked);
 }
 
-// The fused kernel where its working set meets the VMEM budget, at shapes
-// scaled down from the seed shape (B=1..8, T=4096, H=1536, V=151936) so
-// that they compile in about a minute each, in the regimes where tpuoff's
-// model and XLA:TPU used to part:
-//   - 8-way vocab sharding, B=1, T=2048, H=1536, 4096-column tiles:
-//     d_lm_head per device (58 MB) fits the VMEM budget, and beside it the
-//     f32 logits tile (33.5 MB), d_hidden accumulator and a VMEM copy of
-//     `hidden` do not. Unless d_lm_head's loop state is kept in HBM
-//     (its add-dependency), XLA:TPU stages it in VMEM for the vocab loop
-//     and leaves the tile and accumulator in HBM (+34 MB of temp, -20%);
-//   - 2x4 batch,vocab, B=4, T=2048 (4096 tokens per device), H=6144,
-//     512-column tiles, 2048-token chunks: the f32 d_hidden accumulator
-//     (96 MiB, the whole budget) is in HBM by design, `hidden` (50 MB)
-//     stays in VMEM for the backward loop, the chunk's tiles beside it.
-//     Without the vocab-major d_lm_head accumulator XLA:TPU copies the
-//     whole [H, V/4] d_lm_head to the output layout at the end.
-std::vector<Case> RegimeCases() {
-  const std::vector<std::string> f = {"--mode=fwd_bwd", "--logits-dtype=bf16"};
-  std::vector<Case> cases;
-  Case vocab{"grpo_fused_linear", f};
-  vocab.flags.insert(vocab.flags.end(), {"--batch=1", "--seq=2048", "--hidden=1536",
-                                         "--vocab=151936", "--block-size=4096", "--mesh=8",
-                                         "--shard=vocab"});
-  cases.push_back(vocab);
-  Case acc{"grpo_fused_linear", f};
-  acc.flags.insert(acc.flags.end(), {"--batch=4", "--seq=2048", "--hidden=6144", "--vocab=8592",
-                                     "--block-size=512", "--token-chunk=2048", "--mesh=2x4",
-                                     "--shard=batch,vocab"});
-  cases.push_back(acc);
-  return cases;
-}
-
-TEST(TpuCompile, FusedKernelBeyondTheVmemBudget) {
-  ASSERT_TRUE(runtime::pjrt::Available());
-  ASSERT_FALSE(runtime::pjrt::DefaultTpuPluginPath().empty());
-  PrintHeader();
-  Tally tally;
-  for (const Case& c : RegimeCases()) Check(c, &tally);
-  EXPECT_EQ(tally.checked, tally.cases);
-  std::printf("%d fused modules beyond the VMEM budget checked within 1%%\n", tally.cases);
-}
-
 }  // namespace
 }  // namespace tpuoff
