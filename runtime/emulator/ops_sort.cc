@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/ir/window.h"
@@ -180,6 +181,16 @@ absl::Status TopKKernel(const HloInstruction& instr, const void* in, void* value
 
 namespace {
 
+// Steps the window offset `widx` to the next one in row-major order; false
+// after the last.
+bool NextWindowOffset(absl::Span<const hlo::WindowDimension> win, std::vector<int64_t>* widx) {
+  for (int64_t d = static_cast<int64_t>(widx->size()) - 1; d >= 0; --d) {
+    if (++(*widx)[d] < win[d].size) return true;
+    (*widx)[d] = 0;
+  }
+  return false;
+}
+
 // A select computation that is compare(p0, p1) in one ordering direction
 // with XLA's default float comparison; nullopt otherwise.
 std::optional<hlo::ComparisonDirection> MatchFloatSelect(const hlo::HloComputation* c) {
@@ -233,14 +244,7 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
         }
       }
       if (inside && (best < 0 || !keep(op[best], op[flat]))) best = flat;
-      more = false;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++widx[d] < win[d].size) {
-          more = true;
-          break;
-        }
-        widx[d] = 0;
-      }
+      more = NextWindowOffset(win, &widx);
     }
     if (best >= 0) out[best] = out[best] + src[s];
     for (int64_t d = rank - 1; d >= 0; --d) {
@@ -325,14 +329,7 @@ absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* ope
           if (!result.AsPred()) best = flat;
         }
       }
-      more = false;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++widx[d] < win[d].size) {
-          more = true;
-          break;
-        }
-        widx[d] = 0;
-      }
+      more = NextWindowOffset(win, &widx);
     }
     if (best >= 0) {
       args[0] = acc[best];

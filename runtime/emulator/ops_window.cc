@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/elementwise_kernels.h"
@@ -47,6 +48,25 @@ void WindowCoordinates(const WindowDimension& w, int64_t base, int64_t o,
   if (w.window_reversal) std::reverse(coords->begin(), coords->end());
 }
 
+// The window coordinates of output element `o` (row-major over out_shape)
+// in every dimension; `idx` receives its multi-index. False when the
+// window reads no input element (all padding or holes).
+bool OutputWindow(int64_t o, const Shape& out_shape, const Shape& in_shape,
+                  absl::Span<const WindowDimension> window, std::vector<int64_t>* idx,
+                  std::vector<std::vector<int64_t>>* coords) {
+  const int64_t rank = in_shape.rank();
+  for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
+    (*idx)[d] = rest % out_shape.dimensions(d);
+    rest /= out_shape.dimensions(d);
+  }
+  bool empty = false;
+  for (int64_t d = 0; d < rank; ++d) {
+    WindowCoordinates(window[d], in_shape.dimensions(d), (*idx)[d], &(*coords)[d]);
+    empty |= (*coords)[d].empty();
+  }
+  return !empty;
+}
+
 // Below this many window reads in total, threads cost more than they save.
 constexpr int64_t kMinParallelWork = int64_t{1} << 16;
 
@@ -62,15 +82,8 @@ void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_sh
     std::vector<std::vector<int64_t>> coords(rank);
     std::vector<int64_t> idx(rank), pick(rank);
     for (int64_t o = begin; o < end; ++o) {
-      bool empty = false;
-      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
-        idx[d] = rest % out_shape.dimensions(d);
-        rest /= out_shape.dimensions(d);
-      }
-      for (int64_t d = 0; d < rank; ++d) {
-        WindowCoordinates(window[d], in_shape.dimensions(d), idx[d], &coords[d]);
-        empty |= coords[d].empty();
-      }
+      // Output multi-index, then each dimension's window coordinates.
+      const bool empty = !OutputWindow(o, out_shape, in_shape, window, &idx, &coords);
       float acc = init;
       if (!empty && rank > 0) {
         // The last dimension innermost: its coordinates in a tight loop.
@@ -172,15 +185,7 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
     std::vector<ScalarValue> args(2 * n), acc(n), results(n);
     for (int64_t o = begin; o < end; ++o) {
       // Output multi-index, then each dimension's window coordinates.
-      bool empty = false;
-      for (int64_t d = rank - 1, rest = o; d >= 0; --d) {
-        idx[d] = rest % out_shape.dimensions(d);
-        rest /= out_shape.dimensions(d);
-      }
-      for (int64_t d = 0; d < rank; ++d) {
-        WindowCoordinates(window[d], in_shape.dimensions(d), idx[d], &coords[d]);
-        empty |= coords[d].empty();
-      }
+      const bool empty = !OutputWindow(o, out_shape, in_shape, window, &idx, &coords);
       acc = init_values;
       if (!empty) {
         std::fill(pick.begin(), pick.end(), 0);
