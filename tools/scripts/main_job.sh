@@ -13,7 +13,7 @@ OUT="${TPUOFF_OUT:-$ROOT/build/main_job}"
 bash tools/scripts/install_deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C build -j"$(nproc)" tpuoff
-TPUOFF="$ROOT/build/tpuoff"
+TPUOFF="$ROOT/build/tools/tpuoff"
 KERNEL=(--kernel=grpo_tiled --mode=fwd_bwd --batch="$B" --seq="$T" --vocab="$V"
         --logits-dtype=bf16)
 mkdir -p "$OUT"
