@@ -4,7 +4,7 @@
 # and 8-way batch/vocab sharded, plus the fused LM-head rows.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-TPUOFF="${TPUOFF:-$ROOT/build/tpuoff}"
+TPUOFF="${TPUOFF:-$ROOT/build/tools/tpuoff}"
 V=151936
 row() {  # label, then tpuoff memory flags
   local label="$1"; shift
