@@ -2,7 +2,7 @@
 # Installs the Debian packages tpuoff builds with (idempotent; skips apt when
 # everything is present already).
 set -euo pipefail
-PKGS=(cmake ninja-build g++ clang libclang-rt-14-dev libomp-dev
+PKGS=(cmake ninja-build ccache g++ clang libclang-rt-14-dev libomp-dev
       libprotobuf-dev protobuf-compiler libabsl-dev libeigen3-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3 python3-venv python3-dev
       nlohmann-json3-dev libdnnl-dev
