@@ -108,6 +108,48 @@ ENTRY e { x = f32[8,12] parameter(0)
 ENTRY e { ROOT c = f32[3] constant({1, ...}) })").ok());
 }
 
+// XLA's compact tuple access `%t#1#0` is get-tuple-element(get-tuple-element
+// (t, 1), 0): one instruction per distinct prefix, named apart from the
+// computation's own names, printed as plain get-tuple-element.
+TEST(XlaFormsParse, CompactTupleAccessBecomesGetTupleElement) {
+  auto m = Parse(R"(HloModule m
+ENTRY e { x = f32[3] parameter(0) y = f32[3] parameter(1)
+  inner = (f32[3], f32[3]) tuple(y, x)
+  t = (f32[3], (f32[3], f32[3])) tuple(x, inner)
+  t.gte.0 = f32[3] negate(x)
+  a = f32[3] add(f32[3] %t#0, t#1#0)
+  b = f32[3] add(a, t.gte.0)
+  ROOT r = f32[3] multiply(b, %t#1#0) })");
+  ASSERT_NE(m, nullptr);
+  std::set<std::string> gtes;
+  for (const auto& i : m->entry()->instructions()) {
+    if (i->opcode() == hlo::HloOpcode::kGetTupleElement) gtes.insert(i->name());
+  }
+  EXPECT_EQ(gtes, (std::set<std::string>{"t.gte.0.1", "t.gte.1", "t.gte.1.0"}));
+  EXPECT_TRUE(hlo::VerifyModule(*m).ok());
+  // r = (x + y - x) * y = y * y
+  auto out = RunOk(*m, {F32({3}, {1, 2, 3}), F32({3}, {4, -5, 0.5})});
+  ASSERT_EQ(out.size(), 1u);
+  ExpectNear(out[0], F32({3}, {16, 25, 0.25}), 1e-6);
+  const std::string printed = hlo::PrintModule(*m);
+  EXPECT_EQ(printed.find('#'), std::string::npos) << printed;
+  auto again = Parse(printed);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(hlo::PrintModule(*again), printed);
+  const std::string head = R"(HloModule m
+ENTRY e { x = f32[3] parameter(0) t = (f32[3], f32[3]) tuple(x, x)
+  ROOT r = f32[3] )";
+  for (const auto& [body, what] : std::vector<std::pair<std::string, std::string>>{
+           {"negate(t#-1) }", "tuple index after '#' must be >= 0"},
+           {"negate(t#2) }", "index"},
+           {"negate(t#0#0) }", "tuple"},
+           {"negate(t#) }", "#"}}) {
+    auto bad = hlo::ParseHloText(head + body);
+    ASSERT_FALSE(bad.ok()) << body;
+    EXPECT_NE(bad.status().message().find(what), std::string::npos) << body << ": " << bad.status();
+  }
+}
+
 TEST(XlaFormsParse, DimLabelsStartingWithDigitsRoundTrip) {
   auto m = Parse(R"(HloModule m
 ENTRY e { x = f32[3,5,5,2] parameter(0) w = f32[3,3,3,4] parameter(1)

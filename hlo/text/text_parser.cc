@@ -4,10 +4,15 @@
 // text_parser_build.cc.
 #include "hlo/text/text_parser.h"
 
+#include <map>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/text/text_parser_impl.h"
 
@@ -213,6 +218,7 @@ absl::Status TextParser::ParseComputation() {
     RETURN_IF_ERROR(ParseInstruction(&comp));
   } while (!At(TokKind::kRbrace));
   lexer_.Next();
+  ExpandCompactTupleAccess(&comp);
   while (Eat(TokKind::kComma)) {
     if (!At(TokKind::kAttrName) || lexer_.tok().str != "execution_thread") {
       return TokenError("expected execution_thread= after a computation");
@@ -300,6 +306,60 @@ absl::Status TextParser::ParseInstruction(ParsedComputation* computation) {
   return absl::OkStatus();
 }
 
+// `%x#i#j` operands become get-tuple-element instructions (one per distinct
+// prefix of each path, shared by the operands that use it), named
+// `x.gte.i.j` or, when the computation has that name already, with a
+// `.N` suffix that makes it unique. A printed module shows them as ordinary
+// get-tuple-element instructions.
+void TextParser::ExpandCompactTupleAccess(ParsedComputation* comp) {
+  std::set<std::string> names;
+  bool any = false;
+  for (const ParsedInstruction& pi : comp->instructions) {
+    names.insert(pi.name);
+    for (const OperandRef& op : pi.operands) any |= !op.tuple_path.empty();
+  }
+  if (!any) return;
+  std::map<std::pair<std::string, std::vector<int64_t>>, std::string> made;
+  std::vector<ParsedInstruction> out;
+  out.reserve(comp->instructions.size());
+  for (ParsedInstruction& pi : comp->instructions) {
+    for (OperandRef& op : pi.operands) {
+      std::string source = op.name;
+      std::vector<int64_t> prefix;
+      for (const int64_t index : op.tuple_path) {
+        prefix.push_back(index);
+        auto [it, inserted] = made.try_emplace({op.name, prefix});
+        if (inserted) {
+          std::string name = absl::StrCat(op.name, ".gte.", absl::StrJoin(prefix, "."));
+          for (int n = 1; names.count(name) != 0; ++n) {
+            name = absl::StrCat(op.name, ".gte.", absl::StrJoin(prefix, "."), ".", n);
+          }
+          names.insert(name);
+          it->second = name;
+          ParsedInstruction gte;
+          gte.name = name;
+          gte.name_loc = gte.shape_loc = gte.opcode_loc = gte.operands_loc = op.loc;
+          gte.opcode = HloOpcode::kGetTupleElement;
+          OperandRef from;
+          from.name = source;
+          from.loc = op.loc;
+          gte.operands.push_back(std::move(from));
+          gte.attrs.tuple_index = index;
+          gte.seen_attrs.insert("index");
+          out.push_back(std::move(gte));
+        }
+        source = it->second;
+      }
+      if (!op.tuple_path.empty()) {
+        op.name = source;
+        op.tuple_path.clear();
+      }
+    }
+    out.push_back(std::move(pi));
+  }
+  comp->instructions = std::move(out);
+}
+
 absl::Status TextParser::ParseOperands(ParsedInstruction* instr) {
   instr->operands_loc = Loc();
   RETURN_IF_ERROR(Expect(TokKind::kLparen, "before the operands"));
@@ -317,6 +377,13 @@ absl::Status TextParser::ParseOperands(ParsedInstruction* instr) {
     }
     size_t name_loc;
     RETURN_IF_ERROR(ParseName(&op.name, &name_loc));
+    while (Eat(TokKind::kOctothorp)) {
+      const size_t index_loc = Loc();
+      int64_t index = 0;
+      RETURN_IF_ERROR(ParseDimValue(&index));
+      if (index < 0) return ErrorAt(index_loc, "a tuple index after '#' must be >= 0");
+      op.tuple_path.push_back(index);
+    }
     instr->operands.push_back(std::move(op));
   } while (Eat(TokKind::kComma));
   return Expect(TokKind::kRparen, "after the operands");

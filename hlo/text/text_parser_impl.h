@@ -33,6 +33,9 @@ struct OperandRef {
   std::string name;
   std::optional<Shape> shape;  // when written as `f32[2]{0} %x`
   size_t loc = 0;
+  // XLA's compact tuple access `%x#1#0`: element 0 of element 1 of x. The
+  // computation's parse turns it into get-tuple-element instructions.
+  std::vector<int64_t> tuple_path;
 };
 
 struct ParsedInstruction {
@@ -188,6 +191,7 @@ class TextParser {
   absl::Status ParseComputation();
   absl::Status ParseInstruction(ParsedComputation* computation);
   absl::Status ParseOperands(ParsedInstruction* instr);
+  void ExpandCompactTupleAccess(ParsedComputation* comp);
 
   // ---- Building the IR (text_parser_build.cc).
   absl::StatusOr<std::unique_ptr<HloModule>> Build();
