@@ -130,7 +130,7 @@ ENTRY e { x = f32[3] parameter(0) y = f32[3] parameter(1)
   // r = (x + y - x) * y = y * y
   auto out = RunOk(*m, {F32({3}, {1, 2, 3}), F32({3}, {4, -5, 0.5})});
   ASSERT_EQ(out.size(), 1u);
-  ExpectNear(out[0], F32({3}, {16, 25, 0.25}), 1e-6);
+  ExpectNear(out[0], F32({3}, {16, 25, 0.25}), 1e-6, "r");
   const std::string printed = hlo::PrintModule(*m);
   EXPECT_EQ(printed.find('#'), std::string::npos) << printed;
   auto again = Parse(printed);
