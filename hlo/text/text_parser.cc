@@ -380,7 +380,7 @@ absl::Status TextParser::ParseOperands(ParsedInstruction* instr) {
     while (Eat(TokKind::kOctothorp)) {
       const size_t index_loc = Loc();
       int64_t index = 0;
-      RETURN_IF_ERROR(ParseDimValue(&index));
+      if (!ParseDimValue(&index).ok()) return TokenError("expected a tuple index after '#'");
       if (index < 0) return ErrorAt(index_loc, "a tuple index after '#' must be >= 0");
       op.tuple_path.push_back(index);
     }
