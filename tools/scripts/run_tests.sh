@@ -73,12 +73,19 @@ stage "fuzz smoke runs (${FUZZ_SECONDS}s each)"
 for fuzzer in build-asan/*_fuzzer; do
   [ -x "$fuzzer" ] || continue
   name="$(basename "$fuzzer")"
+  # Seeds: tests/fuzz/corpus_<target>* or corpus_<first word> (corpus_text
+  # for text_parser, corpus_proto for proto_import); a <target>.dict beside.
+  base="${name%_fuzzer}"
   seeds=()
-  for d in tests/fuzz/corpus_${name%_fuzzer}*; do [ -d "$d" ] && seeds+=("$d"); done
+  for d in tests/fuzz/corpus_${base}* "tests/fuzz/corpus_${base%%_*}"; do
+    [ -d "$d" ] && [[ " ${seeds[*]} " != *" $d "* ]] && seeds+=("$d")
+  done
+  dict=()
+  [ -f "tests/fuzz/$base.dict" ] && dict=(-dict="tests/fuzz/$base.dict")
   work="$(mktemp -d)"
-  echo "--- $name (seeds: ${seeds[*]:-none})"
+  echo "--- $name (seeds: ${seeds[*]:-none}${dict:+; ${dict[*]}})"
   "$fuzzer" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 \
-            -print_final_stats=1 "$work" "${seeds[@]}" 2>&1 | tail -n 12
+            -print_final_stats=1 "${dict[@]}" "$work" "${seeds[@]}" 2>&1 | tail -n 12
   rm -rf "$work"
 done
 
