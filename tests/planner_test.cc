@@ -10,24 +10,11 @@
 
 #include "gtest/gtest.h"
 #include "hlo/analysis/memory_analysis.h"
+#include "tests/sanitizer.h"
 #include "tools/cli/planner.h"
 
 namespace tpuoff::tools {
 namespace {
-
-// Under AddressSanitizer the brute force (each batch of each configuration
-// planned) takes minutes: there it checks the batch step 3 only.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
 
 PlanRequest SmallRequest() {
   PlanRequest r;
@@ -45,7 +32,9 @@ PlanRequest SmallRequest() {
 
 TEST(Planner, NeverBeatenByAConfigurationOfItsSpace) {
   for (int64_t step : {1, 3}) {
-    if (kUnderSanitizer && step == 1) continue;
+    // Under AddressSanitizer the brute force (each batch of each
+    // configuration planned) takes minutes: there only the batch step 3.
+    if (tpuoff::testing::kUnderAddressSanitizer && step == 1) continue;
     PlanRequest r = SmallRequest();
     r.batch_step = step;
     absl::StatusOr<PlanResult> result = SearchPlan(r);

@@ -17,21 +17,12 @@
 #include "hlo/text/text_parser.h"
 #include "hlo/text/text_printer.h"
 #include "runtime/emulator/executor.h"
+#include "tests/sanitizer.h"
 
 namespace tpuoff {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr int kScale = 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int kScale = 10;
-#else
-constexpr int kScale = 1;
-#endif
-#else
-constexpr int kScale = 1;
-#endif
+constexpr int kScale = tpuoff::testing::kUnderAddressSanitizer ? 10 : 1;
 
 std::unique_ptr<hlo::HloModule> Parse(const std::string& text) {
   auto m = hlo::ParseHloText(text, "test.hlo");

@@ -330,10 +330,9 @@ void TextParser::ExpandCompactTupleAccess(ParsedComputation* comp) {
         prefix.push_back(index);
         auto [it, inserted] = made.try_emplace({op.name, prefix});
         if (inserted) {
-          std::string name = absl::StrCat(op.name, ".gte.", absl::StrJoin(prefix, "."));
-          for (int n = 1; names.count(name) != 0; ++n) {
-            name = absl::StrCat(op.name, ".gte.", absl::StrJoin(prefix, "."), ".", n);
-          }
+          const std::string base = absl::StrCat(op.name, ".gte.", absl::StrJoin(prefix, "."));
+          std::string name = base;
+          for (int n = 1; names.count(name) != 0; ++n) name = absl::StrCat(base, ".", n);
           names.insert(name);
           it->second = name;
           ParsedInstruction gte;
