@@ -101,6 +101,18 @@ std::vector<XlaOp> ForEachBlock(XlaBuilder* b, int64_t total, int64_t block,
     for (size_t i = 0; i < state.size(); ++i) {
       state[i] = b->GetTupleElement(loop, 1 + num_inv + static_cast<int64_t>(i));
     }
+    if (tail > 0 && options.tail_after_loop) {
+      std::vector<XlaOp> all(invariants.begin(), invariants.end());
+      all.insert(all.end(), state.begin(), state.end());
+      XlaOp barrier = b->AddOp(hlo::HloOpcode::kOptimizationBarrier, {b->Tuple(all)});
+      std::vector<XlaOp> inv;
+      for (int64_t i = 0; i < num_inv; ++i) inv.push_back(b->GetTupleElement(barrier, i));
+      for (size_t i = 0; i < state.size(); ++i) {
+        state[i] = b->GetTupleElement(barrier, num_inv + static_cast<int64_t>(i));
+      }
+      return CallBody(b, body, b->ConstantS32(static_cast<int32_t>(num_full * block)), tail,
+                      inv, state, options.name);
+    }
   }
   if (tail > 0) {
     state = CallBody(b, body, b->ConstantS32(static_cast<int32_t>(num_full * block)), tail,

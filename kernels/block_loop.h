@@ -31,6 +31,12 @@ struct BlockLoopOptions {
   // With at most this many full blocks, they are emitted straight-line
   // instead of as a while loop (0: always a loop when there is a full block).
   int64_t max_unrolled_blocks = 1;
+  // The tail block after a loop reads its invariants (and the carried
+  // values) through an optimization barrier with the loop's results, so it
+  // runs after the loop. Otherwise XLA may hoist the tail's work that does
+  // not need the carried values above the loop, and keep what it computed
+  // alive across the whole loop.
+  bool tail_after_loop = false;
 };
 
 // Runs `body` over [0, total) in blocks of `block` (> 0; clamped to total)

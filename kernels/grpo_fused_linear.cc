@@ -237,6 +237,15 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
   const PrimitiveType w_type = lm_head.shape().element_type();
   const double scale = GrpoStatsSpec(cfg).lse_scale;
   const int64_t shards = std::max<int64_t>(options.d_lm_head_row_shards, 1);
+  // With several token chunks the tile's d_lm_head is accumulated across
+  // them as [W,H] (vocab-major, the layout of d_lm_head's {0,1} output) and
+  // transposed once per tile. Accumulated as [H,W], XLA:TPU gives that
+  // loop state, and through the dynamic-update-slice the whole d_lm_head
+  // loop state, the row-major layout, and copies the finished [H,V] array
+  // to the vocab-major output at the end (one more [H,V] buffer: 116.7 MB
+  // per device at B=8, T=4096, 2x4 batch,vocab, --token-chunk=4096). The
+  // transpose is a bitcast for XLA (the emulator copies one [H,W] tile).
+  const bool chunked = chunk < n;
 
   auto chunk_body = [&](XlaBuilder* cb, XlaOp n0, int64_t rows, absl::Span<const XlaOp> inv,
                         absl::Span<const XlaOp> car) {
@@ -258,8 +267,9 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
     XlaOp g = masked ? EmitMaskedTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, inv[5],
                                           ent_ptr)
                      : EmitTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, ent_ptr);
-    // d_lm_head tile += hᵀ·g ([H,W]); d_hidden rows += g·wᵀ ([rows,H]).
-    XlaOp d_w = hlo::Add(car[1], DotF32(cb, h, g, 0, 0));
+    // d_lm_head tile += hᵀ·g ([H,W]; over token chunks its transpose
+    // gᵀ·h, [W,H], see below); d_hidden rows += g·wᵀ ([rows,H]).
+    XlaOp d_w = hlo::Add(car[1], chunked ? DotF32(cb, g, h, 0, 0) : DotF32(cb, h, g, 0, 0));
     XlaOp d_h = DotF32(cb, g, inv[1], 1, 1);
     XlaOp acc = car[0];
     if (rows == n) {
@@ -284,10 +294,12 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
     BlockLoopOptions cloop;
     cloop.name = "fused_chunk_bwd";
     cloop.max_unrolled_blocks = options.max_unrolled_blocks;
-    std::vector<XlaOp> out = ForEachBlock(
-        vb, n, chunk, chunk_inv,
-        {car[0], vb->BroadcastInDim(F32(vb, 0), {h_dim, width}, {})}, chunk_body, cloop);
-    XlaOp d_w = out[1];
+    const std::vector<int64_t> d_w_dims =
+        chunked ? std::vector<int64_t>{width, h_dim} : std::vector<int64_t>{h_dim, width};
+    XlaOp d_w0 = vb->BroadcastInDim(F32(vb, 0), d_w_dims, {});
+    std::vector<XlaOp> out =
+        ForEachBlock(vb, n, chunk, chunk_inv, {car[0], d_w0}, chunk_body, cloop);
+    XlaOp d_w = chunked ? vb->Transpose(out[1], {1, 0}) : out[1];
     if (options.reduce_d_lm_head_tile) d_w = options.reduce_d_lm_head_tile(vb, d_w);
     if (w_type != PrimitiveType::kF32) d_w = vb->Convert(d_w, w_type);
     XlaOp d_lm_head = width == vocab ? d_w
@@ -298,9 +310,24 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
   BlockLoopOptions loop;
   loop.name = "fused_vocab_bwd";
   loop.max_unrolled_blocks = options.max_unrolled_blocks;
+  // XLA:TPU otherwise computes the tail tile's logits before the loop
+  // (they need only hidden and lm_head) and keeps them across it: MSA
+  // evicted that f32 [N, V mod block] tile to HBM under batch sharding.
+  loop.tail_after_loop = true;
   XlaOp d_hidden0 = b->BroadcastInDim(F32(b, 0), {n, h_dim}, {});
   XlaOp d_lm_head0 =
       b->BroadcastInDim(b->ScalarConstant(w_type, 0), {h_dim / shards, vocab}, {});
+  // d_lm_head's loop state enters the loop through an add-dependency (on a
+  // fresh token: it orders nothing, and aliases its operand). XLA's
+  // memory-space assignment leaves every value with an add-dependency
+  // position in default memory, so the tiles are written to the HBM output
+  // as designed. Without it, when d_lm_head fits the VMEM budget (58 MB per
+  // device at B=1, T=4096, H=1536 over 8 vocab shards) XLA:TPU keeps the
+  // whole array in VMEM for the loop and copies it to HBM at the end; the
+  // f32 logits tile and d_hidden accumulator then no longer fit VMEM and
+  // go to HBM (59 MB of temporaries the kernel does not need).
+  d_lm_head0 = b->AddOp(hlo::HloOpcode::kAddDependency,
+                        {d_lm_head0, b->AddOp(hlo::HloOpcode::kAfterAll, {})});
   std::vector<XlaOp> invariants = {hidden2, lm_head, target, lse, coef};
   if (masked) invariants.push_back(valid);
   if (entropy != nullptr) {

@@ -281,7 +281,10 @@ ENTRY %e (p: f32[2,3]) -> f32[3,2] {
   ASSERT_TRUE(module->entry_parameter_layouts().has_value());
   EXPECT_EQ((*module->entry_parameter_layouts())[0].minor_to_major(),
             (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(module->entry()->root()->shape().ToString(true), "f32[3,2]{1,0}");
+  // Tiling is dropped; the memory space (VMEM on TPU) is kept and printed.
+  EXPECT_EQ(module->entry()->root()->shape().memory_space(), 1);
+  EXPECT_EQ(module->entry()->root()->shape().ToString(true), "f32[3,2]{1,0:S(1)}");
+  EXPECT_EQ(module->entry()->parameter(0)->shape().memory_space(), 0);
 }
 
 TEST(TextParser, AcceptsAScalarsEmptyLayout) {

@@ -1,8 +1,9 @@
 // tpuoff's model of XLA:TPU's HBM/VMEM placement on v6e
 // (hlo/analysis/v6e_memory_spaces.h): hand-written live ranges with known
-// answers (what fits the MSA budget, largest first, over time), and a real
-// module. Its agreement with XLA:TPU itself is checked by
-// tests/pjrt/tpu_compile_test.cc where libtpu is available.
+// answers (what fits the MSA budget, smallest first, over time), XLA:TPU's
+// fusions of dot products and operand slices, and a real module. Its
+// agreement with XLA:TPU itself is checked by tests/pjrt/tpu_compile_test.cc
+// where libtpu is available.
 #include <string>
 #include <vector>
 
@@ -48,24 +49,37 @@ TEST(V6eMemorySpaces, TemporariesThatFitGoToVmem) {
   EXPECT_EQ(s.in_vmem, (std::vector<bool>{false, false, true, true}));
 }
 
-TEST(V6eMemorySpaces, LargestFirstUntilTheBudgetIsFull) {
+TEST(V6eMemorySpaces, SmallestFirstUntilTheBudgetIsFull) {
   MemoryAnalysis a;
-  // 60 and 50 MiB overlap at t=[4,6): 110 > 96, so the 50 MiB one (placed
-  // second) stays in HBM; the 30 MiB one overlaps only the 60 (90 <= 96).
-  // A 20 MiB one later, alone, fits. One of 100 MiB never fits.
+  // Placed 5, 20, 30, 50, 60, 100 MiB. The 50 MiB one [4,8) is alone when
+  // placed; the 60 MiB one [2,6) then overlaps it (110 > 96) and stays in
+  // HBM although it would fit beside the 30 MiB one alone. The 100 MiB one
+  // never fits (over the budget; and it overlaps the 5 MiB one).
   a.buffers = {Buf(BufferKind::kArgument, 10 * kMiB, 0, 20),
                Buf(BufferKind::kTemp, 50 * kMiB, 4, 8), Buf(BufferKind::kTemp, 60 * kMiB, 2, 6),
                Buf(BufferKind::kTemp, 30 * kMiB, 1, 3), Buf(BufferKind::kTemp, 20 * kMiB, 9, 12),
                Buf(BufferKind::kTemp, 100 * kMiB, 12, 14),
                Buf(BufferKind::kTemp, 5 * kMiB, 13, 15)};
   V6eMemorySplit s = SplitV6eMemory(a);
-  EXPECT_EQ(s.in_vmem, (std::vector<bool>{false, false, true, true, true, false, true}));
-  // HBM temporaries: 50 MiB over [4,8), 100 MiB over [12,14): peak 100.
+  EXPECT_EQ(s.in_vmem, (std::vector<bool>{false, true, false, true, true, false, true}));
+  // HBM temporaries: 60 MiB over [2,6), 100 MiB over [12,14): peak 100.
   EXPECT_EQ(s.hbm_temp_bytes, 100 * kMiB);
   EXPECT_EQ(s.largest_hbm_temp, 100 * kMiB);
   EXPECT_EQ(s.num_hbm_temps, 2);
   EXPECT_EQ(s.hbm_bytes, 110 * kMiB);
-  EXPECT_EQ(s.vmem_bytes, 90 * kMiB);
+  EXPECT_EQ(s.vmem_bytes, 50 * kMiB);
+}
+
+TEST(V6eMemorySpaces, ABufferOfExactlyTheBudgetNeedsTheWholeBudget) {
+  MemoryAnalysis a;
+  // 96 MiB alone fits; beside a 64 KiB row vector live at the same time it
+  // does not (smaller buffers are placed first).
+  a.buffers = {Buf(BufferKind::kTemp, 96 * kMiB, 0, 10)};
+  EXPECT_EQ(SplitV6eMemory(a).hbm_temp_bytes, 0);
+  a.buffers.push_back(Buf(BufferKind::kTemp, 64 << 10, 3, 4));
+  V6eMemorySplit s = SplitV6eMemory(a);
+  EXPECT_EQ(s.in_vmem, (std::vector<bool>{false, true}));
+  EXPECT_EQ(s.hbm_temp_bytes, 96 * kMiB);
 }
 
 TEST(V6eMemorySpaces, SmallerBudgetSpillsMore) {
@@ -78,6 +92,80 @@ TEST(V6eMemorySpaces, SmallerBudgetSpillsMore) {
   V6eMemorySplit s = SplitV6eMemory(a, o);
   EXPECT_EQ(s.in_vmem, (std::vector<bool>{true, false}));
   EXPECT_EQ(s.hbm_temp_bytes, 8 * kMiB);
+}
+
+TEST(V6eMemorySpaces, XlaTpuFusesDotProductsIntoTheirAddAndSlicesIntoTheirDots) {
+  // z = h·tile is read by an exponential (kept); p = g·tileᵀ only by the
+  // accumulating add, which runs in place over the accumulator (fused:
+  // XLA:TPU's output fusion); the dynamic-slice
+  // tile only by dots (fused: the dots read its window of w); u, a slice
+  // also read by a negate, is kept.
+  auto m = ParseHloText(R"(HloModule m
+ENTRY %main (h: bf16[256,512], w: bf16[512,4096], acc: f32[256,512]) -> (f32[256,512], f32[512,256]) {
+  %h = bf16[256,512]{1,0} parameter(0)
+  %w = bf16[512,4096]{1,0} parameter(1)
+  %acc = f32[256,512]{1,0} parameter(2)
+  %c0 = s32[] constant(0)
+  %c1024 = s32[] constant(1024)
+  %tile = bf16[512,1024]{1,0} dynamic-slice(bf16[512,4096]{1,0} %w, s32[] %c0, s32[] %c1024), dynamic_slice_sizes={512,1024}
+  %z = f32[256,1024]{1,0} dot(bf16[256,512]{1,0} %h, bf16[512,1024]{1,0} %tile), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %g = f32[256,1024]{1,0} exponential(f32[256,1024]{1,0} %z)
+  %p = f32[256,512]{1,0} dot(f32[256,1024]{1,0} %g, bf16[512,1024]{1,0} %tile), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %accn = f32[256,512]{1,0} negate(f32[256,512]{1,0} %acc)
+  %a = f32[256,512]{1,0} add(f32[256,512]{1,0} %accn, f32[256,512]{1,0} %p)
+  %u = bf16[512,256]{1,0} slice(bf16[512,4096]{1,0} %w), slice={[0:512], [0:256]}
+  %nu = bf16[512,256]{1,0} negate(bf16[512,256]{1,0} %u)
+  %v = f32[512,256]{1,0} convert(bf16[512,256]{1,0} %nu)
+  ROOT %r = (f32[256,512]{1,0}, f32[512,256]{1,0}) tuple(f32[256,512]{1,0} %a, f32[512,256]{1,0} %v)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  MemoryAnalysisOptions opts;
+  opts.plan.enable_fusion = false;
+  absl::StatusOr<MemoryAnalysis> a = AnalyzeMemory(**m, opts);
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::vector<std::string> fused;
+  for (const AllocatedBuffer& b : a->buffers) {
+    if (FusedIntoDotByXlaTpu(b)) fused.push_back(b.instruction->name());
+  }
+  EXPECT_EQ(fused, (std::vector<std::string>{"tile", "p"}));
+  V6eMemorySplit s = SplitV6eMemory(*a);
+  EXPECT_EQ(s.num_fused, 2);
+  int placed = 0;
+  for (size_t i = 0; i < a->buffers.size(); ++i) {
+    const HloInstruction* x = a->buffers[i].instruction;
+    if (x != nullptr && (x->name() == "tile" || x->name() == "p")) {
+      EXPECT_FALSE(s.in_vmem[i]);
+    }
+    if (s.in_vmem[i]) ++placed;
+  }
+  EXPECT_EQ(placed, s.num_vmem_buffers);
+}
+
+TEST(V6eMemorySpaces, ADotProductTheAddWritesOverIsKept) {
+  // a = acc + p runs in place over p (acc is an argument, borrowed): p's
+  // buffer then holds a too, and stays.
+  auto m = ParseHloText(R"(HloModule m
+ENTRY %main (g: f32[256,1024], w: f32[512,1024], acc: f32[256,512]) -> f32[256,512] {
+  %g = f32[256,1024]{1,0} parameter(0)
+  %w = f32[512,1024]{1,0} parameter(1)
+  %acc = f32[256,512]{1,0} parameter(2)
+  %p = f32[256,512]{1,0} dot(f32[256,1024]{1,0} %g, f32[512,1024]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %a = f32[256,512]{1,0} add(f32[256,512]{1,0} %acc, f32[256,512]{1,0} %p)
+  ROOT %n = f32[256,512]{1,0} negate(f32[256,512]{1,0} %a)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  MemoryAnalysisOptions opts;
+  opts.plan.enable_fusion = false;
+  absl::StatusOr<MemoryAnalysis> a = AnalyzeMemory(**m, opts);
+  ASSERT_TRUE(a.ok()) << a.status();
+  bool seen = false;
+  for (const AllocatedBuffer& b : a->buffers) {
+    if (b.instruction->name() != "p") continue;
+    seen = true;
+    EXPECT_TRUE(b.written_over);
+    EXPECT_FALSE(FusedIntoDotByXlaTpu(b));
+  }
+  EXPECT_TRUE(seen);
 }
 
 TEST(V6eMemorySpaces, OnAModule) {

@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -106,6 +108,17 @@ class Replayer {
     return static_cast<int>(buffers_.size()) - 1;
   }
 
+  // Whether a step of `p` writes another value over buffer `id` in place.
+  bool WrittenOver(const ComputationPlan& p, int id) {
+    auto [it, fresh] = written_.try_emplace(&p);
+    if (fresh) {
+      for (const Step& st : p.steps) {
+        if (st.in_place_of != kNoBuffer) it->second.insert(st.in_place_of);
+      }
+    }
+    return it->second.contains(id);
+  }
+
   void Free(int b, int site) {
     if (b == kNone || buffers_[b].end != kOpen) return;
     buffers_[b].end = Tick(site);
@@ -190,6 +203,7 @@ class Replayer {
       for (int id : step.allocs) {
         const PlannedBuffer& pb = a.plan->buffers[id];
         a.slots[id] = Alloc(pb.defined_by, a.plan->computation, pb.shape, pb.bytes, a.site);
+        buffers_[a.slots[id]].written_over = WrittenOver(*a.plan, id);
       }
       a.op = OpProgress();
       ASSIGN_OR_RETURN(bool done, step.kind == StepKind::kOp ? StartOp(&stack) : true);
@@ -379,6 +393,7 @@ class Replayer {
 
   const BufferPlan& plan_;
   std::vector<AllocatedBuffer> buffers_;
+  absl::flat_hash_map<const ComputationPlan*, absl::flat_hash_set<int>> written_;
   std::vector<Site> sites_;
   std::vector<int> time_site_;  // site of each logical time
   std::vector<int> freed_;      // buffers in the order freed (for rollback)

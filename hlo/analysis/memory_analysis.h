@@ -47,6 +47,10 @@ struct AllocatedBuffer {
   BufferKind kind = BufferKind::kTemp;
   int64_t start = 0;  // live over [start, end) in logical time
   int64_t end = 0;
+  // A later step writes another value over it in place (an elementwise op
+  // or dynamic-update-slice on its dying operand): it then also holds that
+  // value, not only `instruction`'s.
+  bool written_over = false;
 };
 
 // Where in the program a logical time falls: the chain of steps from the

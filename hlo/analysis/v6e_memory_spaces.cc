@@ -1,9 +1,9 @@
 #include "hlo/analysis/v6e_memory_spaces.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "hlo/analysis/heap_simulator.h"
+#include "hlo/analysis/v6e_loop_residency.h"
 
 namespace tpuoff::hlo {
 namespace {
@@ -39,7 +39,45 @@ class SegmentMax {
   std::vector<int64_t> max_, add_;
 };
 
+bool ReadOnlyByDots(const HloInstruction* x);
+
+// A slice, dynamic-slice, or a select over one, read only by dots.
+bool OperandWindow(const HloInstruction* x) {
+  switch (x->opcode()) {
+    case HloOpcode::kSlice:
+    case HloOpcode::kDynamicSlice:
+      break;
+    case HloOpcode::kSelect: {
+      const HloInstruction* on = x->operand(1);
+      if (on->opcode() != HloOpcode::kSlice && on->opcode() != HloOpcode::kDynamicSlice) {
+        return false;
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  return ReadOnlyByDots(x);
+}
+
+bool ReadOnlyByDots(const HloInstruction* x) {
+  if (x->users().empty()) return false;
+  for (const HloInstruction* u : x->users()) {
+    if (u->opcode() != HloOpcode::kDot && !OperandWindow(u)) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool FusedIntoDotByXlaTpu(const AllocatedBuffer& b) {
+  const HloInstruction* x = b.instruction;
+  if (x == nullptr || b.kind != BufferKind::kTemp || b.written_over) return false;
+  if (x->opcode() == HloOpcode::kDot) {
+    return x->users().size() == 1 && x->users()[0]->opcode() == HloOpcode::kAdd;
+  }
+  return OperandWindow(x);
+}
 
 V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& a, const V6eMemoryOptions& options) {
   V6eMemorySplit s;
@@ -57,6 +95,10 @@ V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& a, const V6eMemoryOptions& o
         s.output_bytes += b.tpu_bytes;
         break;
       case BufferKind::kTemp:
+        if (FusedIntoDotByXlaTpu(b)) {
+          ++s.num_fused;
+          break;
+        }
         if (b.tpu_bytes > 0 && b.end > b.start) {
           temps.push_back(static_cast<int>(i));
           times.push_back(b.start);
@@ -65,28 +107,41 @@ V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& a, const V6eMemoryOptions& o
         break;
     }
   }
+  std::vector<V6eLoopResident> residents;
+  if (options.loop_residents) residents = FindV6eLoopResidents(a);
+  for (const V6eLoopResident& r : residents) {
+    times.push_back(r.start);
+    times.push_back(r.end);
+  }
   std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   auto index = [&](int64_t t) {
     return static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin());
   };
-  // Largest first; ties: earlier, then lower index (deterministic).
+  // Smallest first; ties: earlier, then lower index (deterministic).
   std::sort(temps.begin(), temps.end(), [&](int x, int y) {
-    if (bufs[x].tpu_bytes != bufs[y].tpu_bytes) return bufs[x].tpu_bytes > bufs[y].tpu_bytes;
+    if (bufs[x].tpu_bytes != bufs[y].tpu_bytes) return bufs[x].tpu_bytes < bufs[y].tpu_bytes;
     if (bufs[x].start != bufs[y].start) return bufs[x].start < bufs[y].start;
     return x < y;
   });
   const int64_t budget = options.msa_budget();
   SegmentMax vmem(times.empty() ? 1 : times.size() - 1);
   std::vector<LiveInterval> hbm, in_vmem;
+  auto fits = [&](int64_t bytes, int64_t start, int64_t end) {
+    const size_t lo = index(start), hi = index(end);
+    if (bytes > budget || vmem.Max(lo, hi) + bytes > budget) return false;
+    vmem.Add(lo, hi, bytes);
+    in_vmem.push_back({bytes, start, end});
+    return true;
+  };
+  for (const V6eLoopResident& r : residents) {
+    if (fits(r.bytes, r.start, r.end)) ++s.num_loop_residents;
+  }
   for (int i : temps) {
     const AllocatedBuffer& b = bufs[i];
-    const size_t lo = index(b.start), hi = index(b.end);
-    if (b.tpu_bytes <= budget && vmem.Max(lo, hi) + b.tpu_bytes <= budget) {
-      vmem.Add(lo, hi, b.tpu_bytes);
+    if (fits(b.tpu_bytes, b.start, b.end)) {
       s.in_vmem[i] = true;
       ++s.num_vmem_buffers;
-      in_vmem.push_back({b.tpu_bytes, b.start, b.end});
     } else {
       ++s.num_hbm_temps;
       s.largest_hbm_temp = std::max(s.largest_hbm_temp, b.tpu_bytes);

@@ -20,16 +20,39 @@
 //     the dumps of tpuoff's kernels is 29.6 MiB, within a 32 MiB limit.
 //     The rest, 96 MiB, is MSA's budget.
 //
-// The model: every temporary (BufferKind::kTemp, TPU-padded size) is placed
-// in VMEM, largest first (ties: earlier first), when it and the VMEM
-// temporaries already placed fit in the budget at every time of its live
-// range; otherwise it stays in HBM. When the program's temporaries fit the
-// budget (the regime tpuoff's tiled and fused kernels are designed for),
-// nothing is left in HBM and the model's HBM is exact up to padding. Beyond
-// the budget MSA chooses by its own cost model (bytes accessed per byte of
-// VMEM, prefetches and evictions of long-lived values), which this model
-// does not reproduce: there it is an estimate, and `tpuoff compile` shows
-// XLA's own figure beside it.
+// How MSA chooses (xla/service/memory_space_assignment in openxla/xla): it
+// ranks every buffer by the time VMEM would save its reads and writes
+// (instructions bound by memory, not compute; each enclosing while loop
+// multiplies the saving) divided by the square root of its size, and gives
+// VMEM to the best-ranked first, for its whole live range or, failing
+// that, for the stretches between its uses (prefetching from and evicting
+// to HBM). A value with an add-dependency among its positions is never
+// placed in VMEM (the fused kernel uses that to keep d_lm_head's loop state
+// in HBM). tpuoff does not have XLA:TPU's per-instruction cost numbers, so
+// the model is a simplification that reproduces what the optimised modules
+// of tpuoff's tiled and fused kernels show:
+//   1. Buffers of the emulator's plan that XLA:TPU does not materialise are
+//      dropped (FusedIntoDotByXlaTpu: dot products accumulated by an add,
+//      operand slices of dots).
+//   2. Arguments read whole by every iteration of a loop are placed in VMEM
+//      for the loop first (v6e_loop_residency.h; the fused kernel's
+//      `hidden` in its backward loop).
+//   3. Then every temporary (BufferKind::kTemp, TPU-padded size), smallest
+//      first (ties: earlier first), when it and what is already placed fit
+//      in the budget at every time of its live range; otherwise it stays in
+//      HBM. Of buffers VMEM saves similar time for, MSA's √size divisor
+//      prefers the smaller; and in the dumps, what XLA leaves in HBM when
+//      not everything fits is the largest per-iteration tile (e.g. the f32
+//      logits tile rather than the smaller d_lm_head accumulator and
+//      lm_head tile of a token-chunked backward), and a buffer as large as
+//      the whole budget (the f32 [16384,1536] d_hidden accumulator, 96 MiB)
+//      never.
+// When the temporaries fit the budget (the regime tpuoff's tiled and fused
+// kernels are designed for), nothing is left in HBM and the model's HBM is
+// exact up to XLA's own bookkeeping temp (< 0.5 MB). Beyond the budget it
+// follows the placements seen in the dumps, but MSA's cost model can
+// choose otherwise for other programs: there it is an estimate, and
+// `tpuoff compile` shows XLA's own figure beside it.
 #ifndef TPUOFF_HLO_ANALYSIS_V6E_MEMORY_SPACES_H_
 #define TPUOFF_HLO_ANALYSIS_V6E_MEMORY_SPACES_H_
 
@@ -44,6 +67,9 @@ struct V6eMemoryOptions {
   int64_t vmem_bytes = int64_t{128} << 20;        // per TensorCore
   int64_t scoped_vmem_bytes = int64_t{32} << 20;  // XLA's scoped-VMEM reserve
   int64_t msa_budget() const { return vmem_bytes - scoped_vmem_bytes; }
+  // Arguments read whole in every iteration of a loop are placed in VMEM
+  // for the loop first (v6e_loop_residency.h).
+  bool loop_residents = true;
 };
 
 struct V6eMemorySplit {
@@ -62,7 +88,23 @@ struct V6eMemorySplit {
   int64_t num_hbm_temps = 0;
   // The largest temporary left in HBM (0 when none).
   int64_t largest_hbm_temp = 0;
+  // Temporaries of the emulator's plan that XLA:TPU fuses into a dot
+  // (FusedIntoDotByXlaTpu), counted in neither memory.
+  int64_t num_fused = 0;
+  // (argument, loop) pairs placed in VMEM for the loop.
+  int64_t num_loop_residents = 0;
 };
+
+// Whether XLA:TPU fuses the value of temporary `b` into a dot instead of
+// keeping it as a buffer, as its optimised modules show for tpuoff's fused
+// kernel (never when the emulator writes another value over `b` in place):
+//   - a dot whose only user is an add: the output fusion accumulates the
+//     product straight into the add's result (`convolution_add_fusion`:
+//     the backward's d_hidden += dlogits·wᵀ and d_lm_head tile += hᵀ·dlogits);
+//   - a slice or dynamic-slice read only by dots (directly or through a
+//     select over it, e.g. zeroed padding columns): the dot fusion reads
+//     its window of the sliced array (the lm_head tile of each vocab step).
+bool FusedIntoDotByXlaTpu(const AllocatedBuffer& b);
 
 V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& analysis,
                               const V6eMemoryOptions& options = {});

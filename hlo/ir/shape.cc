@@ -81,8 +81,10 @@ std::string Shape::ToString(bool print_layout) const {
   if (IsToken()) return "token[]";
   std::string out =
       absl::StrCat(PrimitiveTypeName(type_), "[", absl::StrJoin(dims_, ","), "]");
-  if (print_layout && IsArray() && !dims_.empty()) {
-    absl::StrAppend(&out, "{", absl::StrJoin(layout_, ","), "}");
+  if (print_layout && IsArray() && (!dims_.empty() || memory_space_ != 0)) {
+    absl::StrAppend(&out, "{", absl::StrJoin(layout_, ","));
+    if (memory_space_ != 0) absl::StrAppend(&out, ":S(", memory_space_, ")");
+    out += "}";
   }
   return out;
 }

@@ -45,13 +45,19 @@ class Shape {
   void set_minor_to_major(std::vector<int64_t> layout) {
     layout_ = std::move(layout);
   }
+  // The memory space of the layout (XLA's `S(n)`; on TPU 1 is VMEM), as
+  // XLA's optimised modules carry it. An annotation only: 0 for every
+  // module tpuoff builds, ignored by Compatible() and ==.
+  int64_t memory_space() const { return memory_space_; }
+  void set_memory_space(int64_t space) { memory_space_ = space; }
   bool HasDefaultLayout() const;  // row-major, recursively for tuples
   void SetDefaultLayout();        // recursively
 
   // Row-major strides in elements.
   std::vector<int64_t> Strides() const;
 
-  // "f32[2,3]" / "(f32[], s32[4])"; with layouts "f32[2,3]{1,0}".
+  // "f32[2,3]" / "(f32[], s32[4])"; with layouts "f32[2,3]{1,0}" (and a
+  // memory space other than 0 as XLA prints it: "f32[2,3]{1,0:S(1)}").
   std::string ToString(bool print_layout = false) const;
 
   // Equality of types and dimensions (layouts ignored).
@@ -63,6 +69,7 @@ class Shape {
   PrimitiveType type_ = PrimitiveType::kInvalid;
   std::vector<int64_t> dims_;
   std::vector<int64_t> layout_;  // minor_to_major
+  int64_t memory_space_ = 0;
   std::vector<Shape> tuple_;
 };
 

@@ -183,6 +183,7 @@ void ShapeToProto(const Shape& shape, xla::ShapeProto* proto) {
   // mutable_layout() marks the layout present even for scalars, as XLA does.
   xla::LayoutProto* layout = proto->mutable_layout();
   for (int64_t d : EffectiveLayout(shape)) layout->add_minor_to_major(d);
+  if (shape.memory_space() != 0) layout->set_memory_space(shape.memory_space());
 }
 
 absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
@@ -276,6 +277,7 @@ absl::StatusOr<Shape> ShapeFromProto(const xla::ShapeProto& proto,
     }
     shape.set_minor_to_major(std::move(m2m));
   }
+  if (proto.has_layout()) shape.set_memory_space(proto.layout().memory_space());
   return shape;
 }
 

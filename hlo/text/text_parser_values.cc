@@ -225,9 +225,11 @@ absl::Status TextParser::ParseShape(Shape* shape, int depth) {
         minor_to_major.push_back(d);
       } while (Eat(TokKind::kComma));
     }
+    int64_t memory_space = 0;
     if (Eat(TokKind::kColon)) {
-      // Tiling, memory space, element size...: they place data in memory but
-      // do not change values, so they are parsed and dropped.
+      // Tiling, element size...: they place data in memory but do not
+      // change values, so they are parsed and dropped; the memory space
+      // S(n) is kept (Shape::memory_space).
       while (At(TokKind::kIdent) || At(TokKind::kOctothorp) || At(TokKind::kAsterisk)) {
         const std::string item = At(TokKind::kIdent) ? lexer_.tok().str : "";
         const size_t item_loc = Loc();
@@ -241,6 +243,12 @@ absl::Status TextParser::ParseShape(Shape* shape, int depth) {
         }
         lexer_.Next();
         int groups = 0;
+        if (item == "S" && At(TokKind::kLparen) && lexer_.PeekNext().kind == TokKind::kInt) {
+          lexer_.Next();
+          RETURN_IF_ERROR(ParseDimValue(&memory_space));
+          RETURN_IF_ERROR(Expect(TokKind::kRparen, "to end a layout item"));
+          continue;
+        }
         while (Eat(TokKind::kLparen)) {
           ++groups;
           while (At(TokKind::kInt) || At(TokKind::kAsterisk) || At(TokKind::kComma) ||
@@ -267,6 +275,7 @@ absl::Status TextParser::ParseShape(Shape* shape, int depth) {
       seen[d] = true;
     }
     shape->set_minor_to_major(std::move(minor_to_major));
+    shape->set_memory_space(memory_space);
   }
   return absl::OkStatus();
 }

@@ -81,6 +81,22 @@ std::vector<Case> AllCases() {
       }
     }
   }
+  // The fused kernel's token-chunked backward (an inner loop over token
+  // chunks; d_lm_head's tile accumulated vocab-major across them) under
+  // every sharding; 4-token chunks split every device's rows.
+  for (const std::string dtype : {"bf16", "f32"}) {
+    for (const std::string& shard : tiled_shards) {
+      if (dtype == "f32" && shard != "none") continue;
+      Case c{"grpo_fused_linear", Shape("grpo_fused_linear", dtype)};
+      c.flags.insert(c.flags.end(), {"--mode=fwd_bwd", "--token-chunk=4"});
+      if (shard != "none") {
+        std::vector<std::string> ms = absl::StrSplit(shard, ':');
+        c.flags.push_back("--mesh=" + ms[0]);
+        c.flags.push_back("--shard=" + ms[1]);
+      }
+      cases.push_back(std::move(c));
+    }
+  }
   // GRPO_SPEC v2 loss options and trainer presets (fwd_bwd): each set on
   // every GRPO kernel, under a different sharding per set.
   const std::vector<std::pair<std::vector<std::string>, std::string>> v2 = {
@@ -136,65 +152,77 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> Build(const Case& c) {
   return tools::BuildShardedModule(k, s);
 }
 
+struct Tally {
+  int cases = 0;
+  int checked = 0;
+};
+
+void PrintHeader() {
+  std::printf("%12s %12s %12s %9s %12s %9s %10s  %s\n", "XLA HBM", "XLA peak", "tpuoff v6e",
+              "diff", "tpuoff TPU", "diff", "XLA temp", "case");
+}
+
+// Compiles `c` for v6e:2x4 and checks XLA:TPU's memory against tpuoff's.
+void Check(const Case& c, Tally* tally) {
+  SCOPED_TRACE(c.Name());
+  ++tally->cases;
+  absl::StatusOr<std::unique_ptr<hlo::HloModule>> m = Build(c);
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<hlo::DeviceMemoryReport> ours = hlo::AnalyzeDeviceMemory(**m);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  ASSERT_EQ(ours->groups.size(), 1u);
+  const hlo::MemoryAnalysis& a = ours->groups[0].analysis;
+  const hlo::V6eMemorySplit v6e = hlo::SplitV6eMemory(a);
+  runtime::pjrt::TopologyCompileOptions o;
+  o.topology = "v6e:2x4";
+  absl::StatusOr<runtime::pjrt::TopologyCompileResult> xla =
+      runtime::pjrt::CompileForTopology(**m, o);
+  ASSERT_TRUE(xla.ok()) << xla.status();
+  const runtime::pjrt::CompiledMemoryStats& st = xla->stats;
+  EXPECT_EQ(xla->platform, "tpu");
+  EXPECT_EQ(xla->topology_devices, 8);
+  ASSERT_GT(st.peak_bytes, 0);
+  // XLA:TPU's arguments are the module's parameters (padded to tiles).
+  EXPECT_GE(st.argument_bytes, a.argument_bytes);
+  EXPECT_LE(st.argument_bytes, a.argument_bytes * 1.01 + (1 << 20));
+  const int64_t hbm = st.argument_bytes + st.output_bytes + st.temp_bytes - st.alias_bytes;
+  const double diff_v6e = static_cast<double>(v6e.hbm_bytes) / hbm - 1.0;
+  const double diff_peak = static_cast<double>(a.tpu_peak.bytes) / hbm - 1.0;
+  std::printf("%12lld %12lld %12lld %+8.3f%% %12lld %+8.3f%% %10lld  %s\n",
+              static_cast<long long>(hbm), static_cast<long long>(st.peak_bytes),
+              static_cast<long long>(v6e.hbm_bytes), 100.0 * diff_v6e,
+              static_cast<long long>(a.tpu_peak.bytes), 100.0 * diff_peak,
+              static_cast<long long>(st.temp_bytes), c.Name().c_str());
+  std::fflush(stdout);
+  if (Tiled(c.kernel) || Fused(c.kernel)) {
+    ++tally->checked;
+    EXPECT_LT(std::fabs(diff_v6e), 0.01)
+        << "XLA:TPU HBM " << hbm << " vs tpuoff's v6e model " << v6e.hbm_bytes;
+  }
+  if (Tiled(c.kernel)) {
+    EXPECT_LT(std::fabs(diff_peak), 0.01)
+        << "XLA:TPU HBM " << hbm << " vs tpuoff's TPU-padded peak " << a.tpu_peak.bytes;
+  }
+  if (Fused(c.kernel)) {
+    // No second lm_head-sized array in HBM: XLA's temporaries stay below
+    // half of the (per-device) lm_head.
+    int64_t lm_head_bytes = 0;
+    for (const hlo::HloInstruction* p : (*m)->entry()->parameters()) {
+      if (p->name() == "lm_head") lm_head_bytes = p->shape().byte_size();
+    }
+    ASSERT_GT(lm_head_bytes, 0);
+    EXPECT_LT(st.temp_bytes, lm_head_bytes / 2) << "XLA:TPU temp " << st.temp_bytes;
+  }
+}
+
 TEST(TpuCompile, EveryKernelCompilesForV6eAndTiledAndFusedHbmAgrees) {
   ASSERT_TRUE(runtime::pjrt::Available());
   ASSERT_FALSE(runtime::pjrt::DefaultTpuPluginPath().empty());
-  std::printf("%12s %12s %12s %9s %12s %9s %10s  %s\n", "XLA HBM", "XLA peak", "tpuoff v6e",
-              "diff", "tpuoff TPU", "diff", "XLA temp", "case");
-  int checked = 0, cases = 0;
-  for (const Case& c : AllCases()) {
-    SCOPED_TRACE(c.Name());
-    ++cases;
-    absl::StatusOr<std::unique_ptr<hlo::HloModule>> m = Build(c);
-    ASSERT_TRUE(m.ok()) << m.status();
-    absl::StatusOr<hlo::DeviceMemoryReport> ours = hlo::AnalyzeDeviceMemory(**m);
-    ASSERT_TRUE(ours.ok()) << ours.status();
-    ASSERT_EQ(ours->groups.size(), 1u);
-    const hlo::MemoryAnalysis& a = ours->groups[0].analysis;
-    const hlo::V6eMemorySplit v6e = hlo::SplitV6eMemory(a);
-    runtime::pjrt::TopologyCompileOptions o;
-    o.topology = "v6e:2x4";
-    absl::StatusOr<runtime::pjrt::TopologyCompileResult> xla =
-        runtime::pjrt::CompileForTopology(**m, o);
-    ASSERT_TRUE(xla.ok()) << xla.status();
-    const runtime::pjrt::CompiledMemoryStats& st = xla->stats;
-    EXPECT_EQ(xla->platform, "tpu");
-    EXPECT_EQ(xla->topology_devices, 8);
-    ASSERT_GT(st.peak_bytes, 0);
-    // XLA:TPU's arguments are the module's parameters (padded to tiles).
-    EXPECT_GE(st.argument_bytes, a.argument_bytes);
-    EXPECT_LE(st.argument_bytes, a.argument_bytes * 1.01 + (1 << 20));
-    const int64_t hbm = st.argument_bytes + st.output_bytes + st.temp_bytes - st.alias_bytes;
-    const double diff_v6e = static_cast<double>(v6e.hbm_bytes) / hbm - 1.0;
-    const double diff_peak = static_cast<double>(a.tpu_peak.bytes) / hbm - 1.0;
-    std::printf("%12lld %12lld %12lld %+8.3f%% %12lld %+8.3f%% %10lld  %s\n",
-                static_cast<long long>(hbm), static_cast<long long>(st.peak_bytes),
-                static_cast<long long>(v6e.hbm_bytes), 100.0 * diff_v6e,
-                static_cast<long long>(a.tpu_peak.bytes), 100.0 * diff_peak,
-                static_cast<long long>(st.temp_bytes), c.Name().c_str());
-    std::fflush(stdout);
-    if (Tiled(c.kernel) || Fused(c.kernel)) {
-      ++checked;
-      EXPECT_LT(std::fabs(diff_v6e), 0.01)
-          << "XLA:TPU HBM " << hbm << " vs tpuoff's v6e model " << v6e.hbm_bytes;
-    }
-    if (Tiled(c.kernel)) {
-      EXPECT_LT(std::fabs(diff_peak), 0.01)
-          << "XLA:TPU HBM " << hbm << " vs tpuoff's TPU-padded peak " << a.tpu_peak.bytes;
-    }
-    if (Fused(c.kernel)) {
-      // No second lm_head-sized array in HBM: XLA's temporaries stay below
-      // half of the (per-device) lm_head.
-      int64_t lm_head_bytes = 0;
-      for (const hlo::HloInstruction* p : (*m)->entry()->parameters()) {
-        if (p->name() == "lm_head") lm_head_bytes = p->shape().byte_size();
-      }
-      ASSERT_GT(lm_head_bytes, 0);
-      EXPECT_LT(st.temp_bytes, lm_head_bytes / 2) << "XLA:TPU temp " << st.temp_bytes;
-    }
-  }
+  PrintHeader();
+  Tally tally;
+  for (const Case& c : AllCases()) Check(c, &tally);
   std::printf("%d modules compiled for v6e:2x4; %d tiled/fused ones checked within 1%%\n",
-              cases, checked);
+              tally.cases, tally.checked);
 }
 
 }  // namespace

@@ -53,3 +53,6 @@ row "grpo_fused_linear fwd_bwd B=8 T=4096 H=1536, 8-way batch" "${F[@]}" "${S8[@
 row "grpo_fused_linear fwd_bwd B=1 T=4096 H=1536, 8-way vocab" "${F[@]}" "${S1[@]}" --mesh=8 --shard=vocab
 row "grpo_fused_linear fwd_bwd B=8 T=4096 H=1536, 2x4 batch,vocab" "${F[@]}" "${S8[@]}" --mesh=2x4 --shard=batch,vocab
 row "grpo_fused_linear fwd_bwd B=1 T=4096 H=1536, 2x4 seq,vocab" "${F[@]}" "${S1[@]}" --mesh=2x4 --shard=seq,vocab
+row "grpo_fused_linear fwd_bwd B=8 T=4096 H=1536, 2x4 batch,vocab, --token-chunk=4096" "${F[@]}" "${S8[@]}" --mesh=2x4 --shard=batch,vocab --token-chunk=4096
+row "grpo_fused_linear fwd_bwd B=8 T=4096 H=1536, 2x4 batch,vocab, --token-chunk=2048" "${F[@]}" "${S8[@]}" --mesh=2x4 --shard=batch,vocab --token-chunk=2048
+row "grpo_fused_linear fwd_bwd B=1 T=4096 H=1536, 8-way vocab, --token-chunk=1024" "${F[@]}" "${S1[@]}" --mesh=8 --shard=vocab --token-chunk=1024
