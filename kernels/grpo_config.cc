@@ -35,6 +35,7 @@ constexpr const char* kPolicyLossNames[] = {"ppo_clip", "gspo", "gspo_token", "c
 constexpr const char* kKlEstimatorNames[] = {"k3", "k1", "k2", "low_var_kl"};
 constexpr const char* kAdvantageShapeNames[] = {"sequence", "token"};
 constexpr const char* kEmptyRowsNames[] = {"count", "skip"};
+constexpr const char* kEmitTargetNames[] = {"tpu", "cpu"};
 constexpr const char* kIsLevelNames[] = {"none", "token", "sequence"};
 constexpr const char* kIsModeNames[] = {"truncate", "mask"};
 
@@ -57,6 +58,10 @@ absl::StatusOr<AdvantageShape> ParseAdvantageShape(absl::string_view name) {
 absl::string_view EmptyRowsName(EmptyRows v) { return NameOf(v, kEmptyRowsNames); }
 absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name) {
   return ParseName<EmptyRows>(name, "empty_rows mode", kEmptyRowsNames);
+}
+absl::string_view EmitTargetName(EmitTarget v) { return NameOf(v, kEmitTargetNames); }
+absl::StatusOr<EmitTarget> ParseEmitTarget(absl::string_view name) {
+  return ParseName<EmitTarget>(name, "emit target", kEmitTargetNames);
 }
 absl::string_view IsLevelName(IsLevel v) { return NameOf(v, kIsLevelNames); }
 absl::StatusOr<IsLevel> ParseIsLevel(absl::string_view name) {

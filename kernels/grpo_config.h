@@ -38,6 +38,11 @@ enum class KlEstimator { kK3, kK1, kK2, kLowVarKl };
 enum class AdvantageShape { kSequence, kToken };
 // sequence_mean's row count: B (count) or the non-empty rows (skip).
 enum class EmptyRows { kCount, kSkip };
+// The XLA backend a module's memory shape is made for (values never
+// depend on it). kTpu: hints for XLA:TPU's memory-space assignment (see
+// FusedLinearOptions in grpo_fused_linear.h); kCpu: none, for XLA:CPU and
+// other backends, where such a hint costs a copy.
+enum class EmitTarget { kTpu, kCpu };
 // Rollout importance-sampling correction exp(old − sampler_logp).
 enum class IsLevel { kNone, kToken, kSequence };
 // Weights above is_cap: capped (truncate) or zeroed (mask).
@@ -51,6 +56,8 @@ absl::string_view AdvantageShapeName(AdvantageShape v);  // "sequence", "token"
 absl::StatusOr<AdvantageShape> ParseAdvantageShape(absl::string_view name);
 absl::string_view EmptyRowsName(EmptyRows v);  // "count", "skip"
 absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name);
+absl::string_view EmitTargetName(EmitTarget v);  // "tpu", "cpu"
+absl::StatusOr<EmitTarget> ParseEmitTarget(absl::string_view name);
 absl::string_view IsLevelName(IsLevel v);  // "none", "token", "sequence"
 absl::StatusOr<IsLevel> ParseIsLevel(absl::string_view name);
 absl::string_view IsModeName(IsMode v);  // "truncate", "mask"
@@ -113,6 +120,9 @@ struct GrpoConfig {
   // Its token chunk: rows of the flattened [B*T, H] hidden per matmul tile
   // (unset: all B*T tokens at once); B*T need not be a multiple.
   std::optional<int64_t> token_chunk;
+  // The backend the fused kernel's loops are shaped for (grpo_fused_linear
+  // only; the other kernels emit one form).
+  EmitTarget emit_for = EmitTarget::kTpu;
 };
 
 // InvalidArgument naming the offending field when the config is unusable,

@@ -268,6 +268,9 @@ TEST(GrpoFusedFlagsTest, UsageErrors) {
       {{"--kernel=grpo_fused_linear", "--hidden=0"}, "--hidden must be >= 1"},
       {{"--kernel=grpo_fused_linear", "--token-chunk=0"}, "--token-chunk must be >= 1"},
       {{"--kernel=grpo_fused_linear", "--hidden=1000000000"}, "too large"},
+      {{"--kernel=grpo_tiled", "--emit-for=cpu"},
+       "--emit-for only applies with --kernel=grpo_fused_linear"},
+      {{"--kernel=grpo_fused_linear", "--emit-for=gpu"}, "emit-for"},
   };
   for (const auto& [args, message] : cases) {
     tools::KernelFlags k;
@@ -643,6 +646,37 @@ TEST_P(GrpoFusedVectorsTest, StructureOfEveryVariant) {
           << label << " " << KernelModeName(mode);
     }
   }
+}
+
+// --emit-for=tpu pins d_lm_head's vocab-loop state to HBM with an
+// add-dependency (one per module with a backward); --emit-for=cpu leaves it
+// out. The two forms give bit-identical outputs (the add-dependency is an
+// alias), and both match the vectors.
+TEST_P(GrpoFusedVectorsTest, EmitTargetsDifferOnlyInTheHint) {
+  GrpoConfig config = case_.config;
+  config.block_size = 8;
+  for (KernelMode mode : {KernelMode::kFwd, KernelMode::kBwd, KernelMode::kFwdBwd}) {
+    config.emit_for = EmitTarget::kTpu;
+    auto tpu = BuildKernel({KernelKind::kGrpoFusedLinear, mode, config});
+    config.emit_for = EmitTarget::kCpu;
+    auto cpu = BuildKernel({KernelKind::kGrpoFusedLinear, mode, config});
+    ASSERT_TRUE(tpu.ok()) << tpu.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    const size_t hints = mode == KernelMode::kFwd ? 0 : 1;
+    EXPECT_EQ(InstructionsWithOpcode(**tpu, HloOpcode::kAddDependency).size(), hints)
+        << KernelModeName(mode);
+    EXPECT_EQ(InstructionsWithOpcode(**cpu, HloOpcode::kAddDependency).size(), 0u)
+        << KernelModeName(mode);
+  }
+  config.emit_for = EmitTarget::kTpu;
+  auto with_hint = Run(config, KernelMode::kFwdBwd);
+  config.emit_for = EmitTarget::kCpu;
+  auto without = Run(config, KernelMode::kFwdBwd);
+  ASSERT_TRUE(with_hint.ok()) << with_hint.status();
+  ASSERT_TRUE(without.ok()) << without.status();
+  ExpectOutputs(*without, "emit_for=cpu fwd_bwd");
+  ASSERT_EQ(with_hint->size(), without->size());
+  for (const auto& [name, lit] : *with_hint) EXPECT_EQ(lit, without->at(name)) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GrpoFusedVectorsTest,

@@ -20,7 +20,7 @@ const std::vector<std::string>& DependentFlags() {
       "hidden",      "token-chunk",     "policy-loss", "kl-estimator",
       "log-ratio-clamp", "advantage-shape", "entropy-coef", "empty-rows",
       "sapo-tau-pos", "sapo-tau-neg",   "is-level",    "is-mode",
-      "is-cap",      "row-count-input", "preset"};
+      "is-cap",      "row-count-input", "preset",  "emit-for"};
   return *names;
 }
 
@@ -93,6 +93,10 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
                  "grpo_fused_linear: hidden size H of hidden [B,T,H] and lm_head [H,V]");
   flags.AddOptionalInt64("token-chunk", &out->token_chunk,
                          "grpo_fused_linear: tokens per matmul tile (none = B*T)");
+  flags.AddEnum("emit-for", &out->emit_for, {"tpu", "cpu"},
+                "grpo_fused_linear: the XLA backend its loops are shaped for (tpu: d_lm_head's "
+                "loop state pinned to HBM for XLA:TPU's memory-space assignment; cpu: without "
+                "that hint, which costs XLA:CPU a copy of it; same values)");
 }
 
 namespace {
@@ -161,7 +165,7 @@ absl::Status CheckKernelFlagUsage(const FlagSet& flags, KernelFlags* values) {
     if (absl::Status s = positive("max-len", *v.max_len); !s.ok()) return s;
   }
   if (v.kernel != "grpo_fused_linear") {
-    for (const char* name : {"hidden", "token-chunk"}) {
+    for (const char* name : {"hidden", "token-chunk", "emit-for"}) {
       if (flags.WasSet(name)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--", name, " only applies with --kernel=grpo_fused_linear"));
@@ -232,6 +236,7 @@ absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
   if (spec.kind == kernels::KernelKind::kGrpoFusedLinear) {
     c.hidden = f.hidden;
     c.token_chunk = f.token_chunk;
+    ASSIGN_OR_RETURN(c.emit_for, kernels::ParseEmitTarget(f.emit_for));
   }
   if (absl::Status s = kernels::ValidateGrpoConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(

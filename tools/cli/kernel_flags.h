@@ -58,6 +58,7 @@ struct KernelFlags {
   // grpo_fused_linear only: hidden size H (Qwen2.5-1.5B) and token chunk.
   int64_t hidden = 1536;
   std::optional<int64_t> token_chunk;  // unset: all B*T tokens per tile
+  std::string emit_for = "tpu";        // tpu|cpu: the backend the loops are shaped for
 };
 
 // Adds --kernel, --mode, --batch, ... bound to `out`.

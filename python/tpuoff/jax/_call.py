@@ -298,7 +298,18 @@ def _map_to_mesh(ctx, module: ir.Module, axes: tuple[str, ...], kernel: Kernel):
                 visit(block)
 
 
-def _lowering(ctx, *args, kernel: Kernel, axes):
+def _for_platform(k: Kernel, platform: str) -> Kernel:
+    """The fused kernel's form for the backend it is lowered for (its
+    ``--emit-for``: values are the same, the memory hints differ), unless the
+    caller chose one."""
+    if ("--kernel=grpo_fused_linear" not in k.flags
+            or any(f.startswith("--emit-for=") for f in k.flags)):
+        return k
+    return kernel(k.flags + ("--emit-for=" + ("tpu" if platform == "tpu" else "cpu"),))
+
+
+def _lowering(ctx, *args, kernel: Kernel, axes, platform: str = "cpu"):
+    kernel = _for_platform(kernel, platform)
     module_ctx = ctx.module_context
     src = ir.Module.parse(kernel.stablehlo, context=module_ctx.context)
     _map_to_mesh(ctx, src, tuple(axes), kernel)
@@ -310,3 +321,5 @@ def _lowering(ctx, *args, kernel: Kernel, axes):
 
 
 mlir.register_lowering(tpuoff_call_p, _lowering)
+mlir.register_lowering(tpuoff_call_p, functools.partial(_lowering, platform="tpu"),
+                       platform="tpu")
