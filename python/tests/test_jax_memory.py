@@ -44,3 +44,45 @@ def test_fused_loss_temp_bytes_at_the_seed_shape():
     print(json.dumps(report))
     assert ours["output_bytes"] == theirs["output_bytes"]  # d_hidden, d_lm_head
     assert 4 * ours["temp_bytes"] <= theirs["temp_bytes"], report
+
+
+def test_fused_loss_lowers_its_tpu_form_for_tpu():
+    """jax.grad of the fused loss lowered for TPU (no TPU needed) carries the
+    kernel's tpu form (one add-dependency pinning d_lm_head's loop state to
+    HBM); lowered for CPU, the cpu form (none). With libtpu in this build,
+    the TPU lowering compiles for v6e through `tpuoff compile` and XLA:TPU's
+    outputs are the two gradients."""
+    import subprocess
+    import sys
+
+    import tpuoff
+
+    b, t, h, v = 2, 16, 128, 1024
+    sds = jax.ShapeDtypeStruct
+    avals = (sds((b, t, h), jnp.bfloat16), sds((h, v), jnp.bfloat16), sds((b, t), jnp.int32),
+             sds((b, t), jnp.float32), sds((b,), jnp.float32), sds((b, t), jnp.float32))
+
+    def fused(h_, w, ids_, mask, adv, old):
+        return tj.grpo_fused_linear_loss(h_, w, ids_, mask, adv, old, block_size=256)[0]
+
+    step = jax.jit(jax.grad(fused, argnums=(0, 1)))
+    hlo = {p: step.trace(*avals).lower(lowering_platforms=(p,)).as_text(dialect="hlo")
+           for p in ("cpu", "tpu")}
+    assert hlo["cpu"].count("add-dependency(") == 0
+    assert hlo["tpu"].count("add-dependency(") == 1
+    plugin = tpuoff.pjrt_info().get("tpu_plugin")
+    if not plugin:
+        return
+    out = Path(os.environ.get("TPUOFF_PYTEST_REPORTS", "."))
+    out.mkdir(parents=True, exist_ok=True)
+    module = out / "jax_fused_grad_tpu.hlo"
+    module.write_text(hlo["tpu"])
+    cli = str(Path(sys.executable).parent / "tpuoff")
+    run = subprocess.run([cli, "compile", str(module), "--target=tpu-v6e:1x1",
+                          f"--pjrt-plugin={plugin}", "--json"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "TPU_SKIP_MDS_QUERY": "1"})
+    assert run.returncode == 0, run.stderr
+    xla = json.loads(run.stdout)["xla_tpu"]
+    grads = 2 * (b * t * h + h * v)  # bf16 d_hidden and d_lm_head
+    assert grads <= xla["output_bytes"] <= grads + 1024, xla
