@@ -4,12 +4,14 @@
 // fusions of dot products and operand slices, and a real module. Its
 // agreement with XLA:TPU itself is checked by tests/pjrt/tpu_compile_test.cc
 // where libtpu is available.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/analysis/v6e_memory_spaces.h"
+#include "hlo/ir/status_macros.h"
 #include "hlo/text/text_parser.h"
 
 namespace tpuoff::hlo {
@@ -25,6 +27,22 @@ AllocatedBuffer Buf(BufferKind kind, int64_t tpu_bytes, int64_t start, int64_t e
   b.start = start;
   b.end = end;
   return b;
+}
+
+// A parsed module and its static memory analysis with the planner's fusion
+// off (every temporary its own buffer); the analysis points into the module.
+struct Unfused {
+  std::unique_ptr<HloModule> module;
+  MemoryAnalysis analysis;
+};
+
+absl::StatusOr<Unfused> AnalyzeUnfused(const std::string& text) {
+  Unfused u;
+  ASSIGN_OR_RETURN(u.module, ParseHloText(text));
+  MemoryAnalysisOptions opts;
+  opts.plan.enable_fusion = false;
+  ASSIGN_OR_RETURN(u.analysis, AnalyzeMemory(*u.module, opts));
+  return u;
 }
 
 TEST(V6eMemorySpaces, BudgetIsVmemLessTheScopedReserve) {
@@ -100,7 +118,7 @@ TEST(V6eMemorySpaces, XlaTpuFusesDotProductsIntoTheirAddAndSlicesIntoTheirDots) 
   // XLA:TPU's output fusion); the dynamic-slice
   // tile only by dots (fused: the dots read its window of w); u, a slice
   // also read by a negate, is kept.
-  auto m = ParseHloText(R"(HloModule m
+  absl::StatusOr<Unfused> u = AnalyzeUnfused(R"(HloModule m
 ENTRY %main (h: bf16[256,512], w: bf16[512,4096], acc: f32[256,512]) -> (f32[256,512], f32[512,256]) {
   %h = bf16[256,512]{1,0} parameter(0)
   %w = bf16[512,4096]{1,0} parameter(1)
@@ -118,11 +136,8 @@ ENTRY %main (h: bf16[256,512], w: bf16[512,4096], acc: f32[256,512]) -> (f32[256
   %v = f32[512,256]{1,0} convert(bf16[512,256]{1,0} %nu)
   ROOT %r = (f32[256,512]{1,0}, f32[512,256]{1,0}) tuple(f32[256,512]{1,0} %a, f32[512,256]{1,0} %v)
 })");
-  ASSERT_TRUE(m.ok()) << m.status();
-  MemoryAnalysisOptions opts;
-  opts.plan.enable_fusion = false;
-  absl::StatusOr<MemoryAnalysis> a = AnalyzeMemory(**m, opts);
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(u.ok()) << u.status();
+  const MemoryAnalysis* a = &u->analysis;
   std::vector<std::string> fused;
   for (const AllocatedBuffer& b : a->buffers) {
     if (FusedIntoDotByXlaTpu(b)) fused.push_back(b.instruction->name());
@@ -144,7 +159,7 @@ ENTRY %main (h: bf16[256,512], w: bf16[512,4096], acc: f32[256,512]) -> (f32[256
 TEST(V6eMemorySpaces, ADotProductTheAddWritesOverIsKept) {
   // a = acc + p runs in place over p (acc is an argument, borrowed): p's
   // buffer then holds a too, and stays.
-  auto m = ParseHloText(R"(HloModule m
+  absl::StatusOr<Unfused> u = AnalyzeUnfused(R"(HloModule m
 ENTRY %main (g: f32[256,1024], w: f32[512,1024], acc: f32[256,512]) -> f32[256,512] {
   %g = f32[256,1024]{1,0} parameter(0)
   %w = f32[512,1024]{1,0} parameter(1)
@@ -153,11 +168,8 @@ ENTRY %main (g: f32[256,1024], w: f32[512,1024], acc: f32[256,512]) -> f32[256,5
   %a = f32[256,512]{1,0} add(f32[256,512]{1,0} %acc, f32[256,512]{1,0} %p)
   ROOT %n = f32[256,512]{1,0} negate(f32[256,512]{1,0} %a)
 })");
-  ASSERT_TRUE(m.ok()) << m.status();
-  MemoryAnalysisOptions opts;
-  opts.plan.enable_fusion = false;
-  absl::StatusOr<MemoryAnalysis> a = AnalyzeMemory(**m, opts);
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(u.ok()) << u.status();
+  const MemoryAnalysis* a = &u->analysis;
   bool seen = false;
   for (const AllocatedBuffer& b : a->buffers) {
     if (b.instruction->name() != "p") continue;
@@ -171,18 +183,15 @@ ENTRY %main (g: f32[256,1024], w: f32[512,1024], acc: f32[256,512]) -> f32[256,5
 TEST(V6eMemorySpaces, OnAModule) {
   // x (argument); e = exp(x) and n = -x live together; r = e * n (the
   // output, possibly in place of one of them).
-  auto m = ParseHloText(R"(HloModule m
+  absl::StatusOr<Unfused> u = AnalyzeUnfused(R"(HloModule m
 ENTRY %main (x: f32[1024,1024]) -> f32[1024,1024] {
   %x = f32[1024,1024]{1,0} parameter(0)
   %e = f32[1024,1024]{1,0} exponential(f32[1024,1024]{1,0} %x)
   %n = f32[1024,1024]{1,0} negate(f32[1024,1024]{1,0} %x)
   ROOT %r = f32[1024,1024]{1,0} multiply(f32[1024,1024]{1,0} %e, f32[1024,1024]{1,0} %n)
 })");
-  ASSERT_TRUE(m.ok()) << m.status();
-  MemoryAnalysisOptions opts;
-  opts.plan.enable_fusion = false;  // keep the temporaries
-  absl::StatusOr<MemoryAnalysis> a = AnalyzeMemory(**m, opts);
-  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(u.ok()) << u.status();
+  const MemoryAnalysis* a = &u->analysis;
   V6eMemorySplit s = SplitV6eMemory(*a);
   EXPECT_EQ(s.argument_bytes, 4 * kMiB);
   EXPECT_EQ(s.output_bytes, 4 * kMiB);
