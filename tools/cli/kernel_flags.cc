@@ -96,7 +96,7 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
   flags.AddEnum("emit-for", &out->emit_for, {"tpu", "cpu"},
                 "grpo_fused_linear: the XLA backend its loops are shaped for (tpu: d_lm_head's "
                 "loop state pinned to HBM for XLA:TPU's memory-space assignment; cpu: without "
-                "that hint, which costs XLA:CPU a copy of it; same values)");
+                "that hint, with which XLA:CPU needs more temp; same values)");
 }
 
 namespace {
