@@ -140,7 +140,7 @@ ENTRY %main (h: bf16[256,512], w: bf16[512,4096], acc: f32[256,512]) -> (f32[256
   const MemoryAnalysis* a = &u->analysis;
   std::vector<std::string> fused;
   for (const AllocatedBuffer& b : a->buffers) {
-    if (FusedIntoDotByXlaTpu(b)) fused.push_back(b.instruction->name());
+    if (AbsorbedByXlaTpuDot(b)) fused.push_back(b.instruction->name());
   }
   EXPECT_EQ(fused, (std::vector<std::string>{"tile", "p"}));
   V6eMemorySplit s = SplitV6eMemory(*a);
@@ -175,7 +175,7 @@ ENTRY %main (g: f32[256,1024], w: f32[512,1024], acc: f32[256,512]) -> f32[256,5
     if (b.instruction->name() != "p") continue;
     seen = true;
     EXPECT_TRUE(b.written_over);
-    EXPECT_FALSE(FusedIntoDotByXlaTpu(b));
+    EXPECT_FALSE(AbsorbedByXlaTpuDot(b));
   }
   EXPECT_TRUE(seen);
 }

@@ -70,7 +70,7 @@ bool ReadOnlyByDots(const HloInstruction* x) {
 
 }  // namespace
 
-bool FusedIntoDotByXlaTpu(const AllocatedBuffer& b) {
+bool AbsorbedByXlaTpuDot(const AllocatedBuffer& b) {
   const HloInstruction* x = b.instruction;
   if (x == nullptr || b.kind != BufferKind::kTemp || b.written_over) return false;
   if (x->opcode() == HloOpcode::kDot) {
@@ -95,7 +95,7 @@ V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& a, const V6eMemoryOptions& o
         s.output_bytes += b.tpu_bytes;
         break;
       case BufferKind::kTemp:
-        if (FusedIntoDotByXlaTpu(b)) {
+        if (AbsorbedByXlaTpuDot(b)) {
           ++s.num_fused;
           break;
         }

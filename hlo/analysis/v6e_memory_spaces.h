@@ -32,7 +32,7 @@
 // the model is a simplification that reproduces what the optimised modules
 // of tpuoff's tiled and fused kernels show:
 //   1. Buffers of the emulator's plan that XLA:TPU does not materialise are
-//      dropped (FusedIntoDotByXlaTpu: dot products accumulated by an add,
+//      dropped (AbsorbedByXlaTpuDot: dot products accumulated by an add,
 //      operand slices of dots).
 //   2. Arguments read whole by every iteration of a loop are placed in VMEM
 //      for the loop first (v6e_loop_residency.h; the fused kernel's
@@ -89,7 +89,7 @@ struct V6eMemorySplit {
   // The largest temporary left in HBM (0 when none).
   int64_t largest_hbm_temp = 0;
   // Temporaries of the emulator's plan that XLA:TPU fuses into a dot
-  // (FusedIntoDotByXlaTpu), counted in neither memory.
+  // (AbsorbedByXlaTpuDot), counted in neither memory.
   int64_t num_fused = 0;
   // (argument, loop) pairs placed in VMEM for the loop.
   int64_t num_loop_residents = 0;
@@ -104,7 +104,7 @@ struct V6eMemorySplit {
 //   - a slice or dynamic-slice read only by dots (directly or through a
 //     select over it, e.g. zeroed padding columns): the dot fusion reads
 //     its window of the sliced array (the lm_head tile of each vocab step).
-bool FusedIntoDotByXlaTpu(const AllocatedBuffer& b);
+bool AbsorbedByXlaTpuDot(const AllocatedBuffer& b);
 
 V6eMemorySplit SplitV6eMemory(const MemoryAnalysis& analysis,
                               const V6eMemoryOptions& options = {});
