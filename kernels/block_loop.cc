@@ -45,6 +45,8 @@ std::vector<XlaOp> ForEachBlock(XlaBuilder* b, int64_t total, int64_t block,
   const int64_t num_full = total / block;
   const int64_t tail = total % block;
   std::vector<XlaOp> state(carried.begin(), carried.end());
+  // The tail block's invariants (through the barrier of tail_after_loop).
+  std::vector<XlaOp> tail_inv(invariants.begin(), invariants.end());
 
   if (num_full <= options.max_unrolled_blocks) {
     for (int64_t i = 0; i < num_full; ++i) {
@@ -105,18 +107,15 @@ std::vector<XlaOp> ForEachBlock(XlaBuilder* b, int64_t total, int64_t block,
       std::vector<XlaOp> all(invariants.begin(), invariants.end());
       all.insert(all.end(), state.begin(), state.end());
       XlaOp barrier = b->AddOp(hlo::HloOpcode::kOptimizationBarrier, {b->Tuple(all)});
-      std::vector<XlaOp> inv;
-      for (int64_t i = 0; i < num_inv; ++i) inv.push_back(b->GetTupleElement(barrier, i));
+      for (int64_t i = 0; i < num_inv; ++i) tail_inv[i] = b->GetTupleElement(barrier, i);
       for (size_t i = 0; i < state.size(); ++i) {
         state[i] = b->GetTupleElement(barrier, num_inv + static_cast<int64_t>(i));
       }
-      return CallBody(b, body, b->ConstantS32(static_cast<int32_t>(num_full * block)), tail,
-                      inv, state, options.name);
     }
   }
   if (tail > 0) {
     state = CallBody(b, body, b->ConstantS32(static_cast<int32_t>(num_full * block)), tail,
-                     invariants, state, options.name);
+                     tail_inv, state, options.name);
   }
   return state;
 }

@@ -59,7 +59,6 @@ absl::string_view EmptyRowsName(EmptyRows v) { return NameOf(v, kEmptyRowsNames)
 absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name) {
   return ParseName<EmptyRows>(name, "empty_rows mode", kEmptyRowsNames);
 }
-absl::string_view EmitTargetName(EmitTarget v) { return NameOf(v, kEmitTargetNames); }
 absl::StatusOr<EmitTarget> ParseEmitTarget(absl::string_view name) {
   return ParseName<EmitTarget>(name, "emit target", kEmitTargetNames);
 }

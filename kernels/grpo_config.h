@@ -41,7 +41,7 @@ enum class EmptyRows { kCount, kSkip };
 // The XLA backend a module's memory shape is made for (values never
 // depend on it). kTpu: hints for XLA:TPU's memory-space assignment (see
 // FusedLinearOptions in grpo_fused_linear.h); kCpu: none, for XLA:CPU and
-// other backends, where such a hint costs a copy.
+// other backends (with the hint XLA:CPU needs more temp).
 enum class EmitTarget { kTpu, kCpu };
 // Rollout importance-sampling correction exp(old − sampler_logp).
 enum class IsLevel { kNone, kToken, kSequence };
@@ -56,7 +56,6 @@ absl::string_view AdvantageShapeName(AdvantageShape v);  // "sequence", "token"
 absl::StatusOr<AdvantageShape> ParseAdvantageShape(absl::string_view name);
 absl::string_view EmptyRowsName(EmptyRows v);  // "count", "skip"
 absl::StatusOr<EmptyRows> ParseEmptyRows(absl::string_view name);
-absl::string_view EmitTargetName(EmitTarget v);  // "tpu", "cpu"
 absl::StatusOr<EmitTarget> ParseEmitTarget(absl::string_view name);
 absl::string_view IsLevelName(IsLevel v);  // "none", "token", "sequence"
 absl::StatusOr<IsLevel> ParseIsLevel(absl::string_view name);

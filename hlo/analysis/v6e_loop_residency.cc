@@ -18,7 +18,7 @@ using Pos = std::pair<const HloInstruction*, int64_t>;
 
 class ReadCounter {
  public:
-  ReadCounter(int64_t arg_bytes) : arg_bytes_(arg_bytes) {}
+  explicit ReadCounter(int64_t arg_bytes) : arg_bytes_(arg_bytes) {}
 
   // Bytes of the argument read by one run of `comp` in which `start` holds
   // it. Every loop found on the way whose iteration reads all of it is
