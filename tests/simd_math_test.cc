@@ -4,6 +4,9 @@
 // (runtime/cpu/host_memory.h).
 #include "runtime/cpu/simd_math.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/parallel.h"
+#include "tests/sanitizer.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -299,6 +303,33 @@ TEST(HostMemoryTest, MappedBlocksAreZeroWritableAndRecycled) {
   void* b = HostAlloc(big);
   EXPECT_EQ(b, a);
   HostFree(b);
+  ReleaseHostCache();
+  EXPECT_EQ(HostCacheBytes(), 0);
+}
+
+
+TEST(HostMemoryTest, LargeBlocksArePopulatedUpFrontInSlices) {
+  // 200 MiB + a ragged tail: populated by up to three threads (64 MiB
+  // slices, MADV_POPULATE_WRITE) or one MAP_POPULATE call; either way every
+  // page is resident and zero before the caller touches it.
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "blocks are malloc blocks under ASan";
+  ReleaseHostCache();
+  const size_t big = (size_t{200} << 20) + 12345;
+  uint8_t* a = static_cast<uint8_t*>(HostAlloc(big));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = (big + page - 1) / page;
+  std::vector<unsigned char> resident(pages, 0);
+  ASSERT_EQ(mincore(a, pages * page, resident.data()), 0);
+  size_t missing = 0;
+  for (unsigned char r : resident) missing += (r & 1) ? 0 : 1;
+  EXPECT_EQ(missing, 0u) << "of " << pages << " pages";
+  for (size_t off : {size_t{0}, size_t{64} << 20, size_t{128} << 20, big - 1}) {
+    EXPECT_EQ(a[off], 0) << off;
+    a[off] = 5;
+  }
+  HostFree(a);
   ReleaseHostCache();
   EXPECT_EQ(HostCacheBytes(), 0);
 }

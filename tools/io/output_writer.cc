@@ -116,32 +116,47 @@ void SumValues(int64_t n, At at, Checksum* c) {
 // infinite; SumValues then counts them.
 template <bool kBf16>
 bool SumFiniteValues(const void* data, int64_t n, Checksum* c) {
-  typedef double D8 __attribute__((vector_size(64)));
-  typedef float F8 __attribute__((vector_size(32)));
-  typedef uint32_t U8 __attribute__((vector_size(32)));
-  typedef uint16_t H8 __attribute__((vector_size(16)));
+  // Lanes 0-3 and 4-7 as two 4-wide double vectors (one register each with
+  // AVX2; an 8-wide one was split and spilled), |d| by clearing the sign bit.
+  typedef double D4 __attribute__((vector_size(32)));
+  typedef uint64_t Q4 __attribute__((vector_size(32)));
+  typedef float F4 __attribute__((vector_size(16)));
+  typedef uint32_t U4 __attribute__((vector_size(16)));
+  typedef uint16_t H4 __attribute__((vector_size(8)));
   auto load = [data](int64_t i) {
-    U8 w;
+    U4 w;
     if constexpr (kBf16) {
-      H8 h;
+      H4 h;
       std::memcpy(&h, static_cast<const uint16_t*>(data) + i, sizeof(h));
-      w = __builtin_convertvector(h, U8) << 16;
+      w = __builtin_convertvector(h, U4) << 16;
     } else {
       std::memcpy(&w, static_cast<const uint32_t*>(data) + i, sizeof(w));
     }
     return w;
   };
-  D8 sum = {}, abs_sum = {};
-  U8 special = {};  // exponent all ones in some lane
+  constexpr uint64_t kNoSign = ~(uint64_t{1} << 63);
+  auto abs = [](D4 d) { return (D4)((Q4)d & kNoSign); };
+  D4 sum_lo = {}, sum_hi = {}, abs_lo = {}, abs_hi = {};
+  U4 special = {};  // exponent all ones in some lane
   const int64_t whole = n / 8 * 8;
   for (int64_t i = 0; i < whole; i += 8) {
-    const U8 w = load(i);
-    special |= (w & 0x7f800000u) == 0x7f800000u;
-    const D8 d = __builtin_convertvector((F8)w, D8);
-    sum += d;
-    abs_sum += d < 0 ? -d : d;
+    const U4 lo = load(i), hi = load(i + 4);
+    special |= ((lo & 0x7f800000u) == 0x7f800000u) | ((hi & 0x7f800000u) == 0x7f800000u);
+    const D4 dlo = __builtin_convertvector((F4)lo, D4);
+    const D4 dhi = __builtin_convertvector((F4)hi, D4);
+    sum_lo += dlo;
+    sum_hi += dhi;
+    abs_lo += abs(dlo);
+    abs_hi += abs(dhi);
   }
-  for (int l = 0; l < 8; ++l) {
+  double sum[8], abs_sum[8];
+  for (int l = 0; l < 4; ++l) {
+    sum[l] = sum_lo[l];
+    sum[l + 4] = sum_hi[l];
+    abs_sum[l] = abs_lo[l];
+    abs_sum[l + 4] = abs_hi[l];
+  }
+  for (int l = 0; l < 4; ++l) {
     if (special[l]) return false;
   }
   double tail_sum = sum[0], tail_abs = abs_sum[0];

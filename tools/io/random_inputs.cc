@@ -140,38 +140,39 @@ inline uint16_t FiniteToBf16(float f) {
   return static_cast<uint16_t>((w + 0x7fffu + ((w >> 16) & 1u)) >> 16);
 }
 
-// Scratch of one thread for FillNormal's chunks.
-struct NormalScratch {
-  std::vector<float> u1, u2, out;
-  NormalScratch() : u1(kChunk / 2), u2(kChunk / 2), out(kChunk) {}
-};
-
 // N(0, stddev^2) by Box-Muller on 24-bit uniforms, both outputs used. The
 // generator is splitmix64, a counter: draw i of a chunk is a function of
-// (chunk seed, i), so every step below is a loop over the chunk that
-// vectorises (64 Ki values per chunk, each chunk on one thread). Draw i is
-// Rng(seed)'s (i+1)-th Next().
-void NormalChunk(uint64_t seed, int64_t len, float sd, NormalScratch& w) {
+// (chunk seed, i), so every step below is a loop that vectorises (64 Ki
+// values per chunk, each chunk on one thread, walked in blocks of kPairs
+// pairs whose scratch stays in L1). Draw i is Rng(seed)'s (i+1)-th Next().
+// store(first, values, n) writes n f32 values from element `first` of the
+// chunk on.
+constexpr int64_t kPairs = 512;
+
+template <typename Store>
+void NormalChunk(uint64_t seed, int64_t len, float sd, Store&& store) {
+  alignas(64) float u1[kPairs], u2[kPairs], out[2 * kPairs];
   const int64_t pairs = (len + 1) / 2;
-  float* u1 = w.u1.data();
-  float* u2 = w.u2.data();
-  for (int64_t i = 0; i < pairs; ++i) {
-    uint64_t z = seed + static_cast<uint64_t>(i + 1) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    // 24-bit integers: exact through int32 (which converts in vectors).
-    u1[i] = (static_cast<float>(static_cast<int32_t>(z >> 40)) + 0.5f) * 0x1.0p-24f;  // (0, 1)
-    u2[i] = static_cast<float>(static_cast<int32_t>((z >> 16) & 0xffffff)) * 0x1.0p-24f;
-  }
-  runtime::simd::Log(u1, u1, pairs);
-  float* out = w.out.data();
-  for (int64_t i = 0; i < pairs; ++i) {
-    const float radius = sd * std::sqrt(-2.0f * u1[i]);
-    float s, co;
-    SinCos2Pi(u2[i], &s, &co);
-    out[2 * i] = radius * co;
-    out[2 * i + 1] = radius * s;
+  for (int64_t p0 = 0; p0 < pairs; p0 += kPairs) {
+    const int64_t np = std::min(kPairs, pairs - p0);
+    for (int64_t i = 0; i < np; ++i) {
+      uint64_t z = seed + static_cast<uint64_t>(p0 + i + 1) * 0x9e3779b97f4a7c15ull;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      // 24-bit integers: exact through int32 (which converts in vectors).
+      u1[i] = (static_cast<float>(static_cast<int32_t>(z >> 40)) + 0.5f) * 0x1.0p-24f;  // (0, 1)
+      u2[i] = static_cast<float>(static_cast<int32_t>((z >> 16) & 0xffffff)) * 0x1.0p-24f;
+    }
+    runtime::simd::Log(u1, u1, np);
+    for (int64_t i = 0; i < np; ++i) {
+      const float radius = sd * std::sqrt(-2.0f * u1[i]);
+      float s, co;
+      SinCos2Pi(u2[i], &s, &co);
+      out[2 * i] = radius * co;
+      out[2 * i + 1] = radius * s;
+    }
+    store(2 * p0, out, std::min(2 * np, len - 2 * p0));
   }
 }
 
@@ -180,20 +181,19 @@ void FillNormal(Literal& lit, uint64_t stream, double stddev) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   const float sd = static_cast<float>(stddev);
   const PrimitiveType type = lit.shape().element_type();
-#pragma omp parallel if (chunks > 1)
-  {
-    NormalScratch w;
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t len = std::min(kChunk, n - c * kChunk);
-      NormalChunk(ChunkSeed(stream, c), len, sd, w);
-      if (type == PrimitiveType::kBF16) {
-        uint16_t* d = lit.data<uint16_t>() + c * kChunk;
-        const float* v = w.out.data();
-        for (int64_t i = 0; i < len; ++i) d[i] = FiniteToBf16(v[i]);
-      } else {
-        StoreFloats(lit, c * kChunk, w.out.data(), len);
-      }
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t len = std::min(kChunk, n - c * kChunk);
+    const int64_t base = c * kChunk;
+    if (type == PrimitiveType::kBF16) {
+      uint16_t* d = lit.data<uint16_t>() + base;
+      NormalChunk(ChunkSeed(stream, c), len, sd, [d](int64_t first, const float* v, int64_t m) {
+        for (int64_t i = 0; i < m; ++i) d[first + i] = FiniteToBf16(v[i]);
+      });
+    } else {
+      NormalChunk(ChunkSeed(stream, c), len, sd, [&lit, base](int64_t first, const float* v, int64_t m) {
+        StoreFloats(lit, base + first, v, m);
+      });
     }
   }
 }
@@ -223,6 +223,77 @@ void LoadRow(const Literal& logits, int64_t r, int64_t v, float* x) {
   }
 }
 
+namespace simd = runtime::simd;
+
+// kLanes values of a row from element k on, times `scale`.
+inline simd::VF LoadScaled(const float* row, int64_t k, simd::VF scale) {
+  return simd::Load(row + k) * scale;
+}
+inline simd::VF LoadScaled(const uint16_t* row, int64_t k, simd::VF scale) {
+  typedef uint16_t VH __attribute__((vector_size(simd::kLanes * 2)));
+  typedef uint32_t VU __attribute__((vector_size(simd::kLanes * 4)));
+  VH h;
+  std::memcpy(&h, row + k, sizeof(h));
+  return (simd::VF)(__builtin_convertvector(h, VU) << 16) * scale;
+}
+inline float ScaledAt(const float* row, int64_t k, float scale) { return row[k] * scale; }
+inline float ScaledAt(const uint16_t* row, int64_t k, float scale) {
+  return hlo::Bf16ToF32(row[k]) * scale;
+}
+
+// lse of one row of v values (f32 or bf16) times `scale`, and the scaled
+// value at `chosen`: two passes over the row, the second in blocks that stay
+// in L1 (exps of a block, then their sums). The sums are f64 over eight
+// lanes, lane l adding the elements j with j % 8 == l in order and the last
+// v % 8 elements added to lane 0 (the order of the former single-pass
+// version, so the values are unchanged). `scaled` (may be null) receives the
+// row times `scale`.
+template <typename Src>
+void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chosen,
+            double* lse, float* chosen_value) {
+  const simd::VF vscale = simd::Splat(scale);
+  simd::VF vmax = simd::Splat(-INFINITY);
+  int64_t k = 0;
+  for (; k + simd::kLanes <= v; k += simd::kLanes) {
+    const simd::VF xs = LoadScaled(row, k, vscale);
+    if (scaled != nullptr) simd::Store(scaled + k, xs);
+    vmax = simd::Max(vmax, xs);
+  }
+  float lane_max = simd::ReduceMax(vmax);
+  for (; k < v; ++k) {
+    const float xs = ScaledAt(row, k, scale);
+    if (scaled != nullptr) scaled[k] = xs;
+    lane_max = xs > lane_max ? xs : lane_max;
+  }
+  const float mx = lane_max;
+  const simd::VF vmx = simd::Splat(mx);
+  constexpr int64_t kBlock = 2048;  // a multiple of 8 and of kLanes
+  alignas(64) float e[kBlock];
+  double part[8] = {};
+  for (int64_t b = 0; b < v; b += kBlock) {
+    const int64_t len = std::min(kBlock, v - b);
+    int64_t i = 0;
+    for (; i + simd::kLanes <= len; i += simd::kLanes) {
+      simd::Store(e + i, simd::ExpV(LoadScaled(row, b + i, vscale) - vmx));
+    }
+    for (; i < len; ++i) {
+      float one[simd::kLanes];
+      for (float& f : one) f = mx;
+      one[0] = ScaledAt(row, b + i, scale);
+      e[i] = simd::ExpV(simd::Load(one) - vmx)[0];
+    }
+    int64_t j = 0;
+    for (; j + 8 <= len; j += 8) {
+      for (int l = 0; l < 8; ++l) part[l] += e[j + l];
+    }
+    for (; j < len; ++j) part[0] += e[j];  // only in the last block
+  }
+  double sum = 0;
+  for (double p : part) sum += p;
+  *lse = mx + std::log(sum);
+  *chosen_value = ScaledAt(row, chosen, scale);
+}
+
 RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
                          const RandomInputOptions& o, bool with_entropy) {
   const int64_t v = logits.shape().dimensions().back();
@@ -234,41 +305,30 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
   s.entropy.resize(rows);
   // The entropy's domain z/τ differs from the lse's (z) in post_lse mode.
   const double entropy_rescale = o.post_lse ? 1.0 / o.temperature : 1.0;
+  const PrimitiveType type = logits.shape().element_type();
+  // f32 and bf16 rows are read in place; other types, and rows whose
+  // entropy is needed too, go through a scaled f32 copy of the row.
+  const bool direct = !with_entropy && (type == PrimitiveType::kF32 || type == PrimitiveType::kBF16);
 #pragma omp parallel if (rows > 1)
   {
-    std::vector<float> x(v), e(v);
+    std::vector<float> x(direct ? 0 : v);
+    std::vector<float> raw(type == PrimitiveType::kF32 || type == PrimitiveType::kBF16 ? 0 : v);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      LoadRow(logits, r, v, x.data());
-      // Scaled in place and the maximum taken a vector at a time (the
-      // maximum is the same in any order).
-      namespace simd = runtime::simd;
-      simd::VF vmax = simd::Splat(-INFINITY);
-      const simd::VF vscale = simd::Splat(scale);
-      int64_t k = 0;
-      for (; k + simd::kLanes <= v; k += simd::kLanes) {
-        const simd::VF xs = simd::Load(x.data() + k) * vscale;
-        simd::Store(x.data() + k, xs);
-        vmax = simd::Max(vmax, xs);
+      const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
+      float chosen = 0;
+      if (direct && type == PrimitiveType::kBF16) {
+        RowLse(logits.data<uint16_t>() + r * v, v, scale, nullptr, y, &s.lse[r], &chosen);
+      } else if (direct) {
+        RowLse(logits.data<float>() + r * v, v, scale, nullptr, y, &s.lse[r], &chosen);
+      } else if (type == PrimitiveType::kF32) {
+        RowLse(logits.data<float>() + r * v, v, scale, x.data(), y, &s.lse[r], &chosen);
+      } else if (type == PrimitiveType::kBF16) {
+        RowLse(logits.data<uint16_t>() + r * v, v, scale, x.data(), y, &s.lse[r], &chosen);
+      } else {
+        LoadRow(logits, r, v, raw.data());
+        RowLse(static_cast<const float*>(raw.data()), v, scale, x.data(), y, &s.lse[r], &chosen);
       }
-      float lane_max = simd::ReduceMax(vmax);
-      for (; k < v; ++k) {
-        x[k] *= scale;
-        lane_max = x[k] > lane_max ? x[k] : lane_max;
-      }
-      const float mx = lane_max;
-      runtime::simd::ExpShifted(x.data(), mx, e.data(), v);
-      // f32 terms, f64 sums (1e-7 relative); eight chains, not one long
-      // latency-bound one.
-      double part[8] = {};
-      int64_t j = 0;
-      for (; j + 8 <= v; j += 8) {
-        for (int l = 0; l < 8; ++l) part[l] += e[j + l];
-      }
-      for (; j < v; ++j) part[0] += e[j];
-      double sum = 0;
-      for (double p : part) sum += p;
-      s.lse[r] = mx + std::log(sum);
       if (with_entropy) {
         // H = lse(u) − Σ softmax(u)·u with u = x·entropy_rescale, centred.
         double mu = -INFINITY, se = 0, sue = 0;
@@ -281,8 +341,7 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
         }
         s.entropy[r] = std::log(se) - sue / se;
       }
-      const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
-      s.logp[r] = x[y] - s.lse[r];
+      s.logp[r] = chosen - s.lse[r];
       if (o.post_lse) s.logp[r] /= o.temperature;
     }
   }
