@@ -16,99 +16,33 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/float16.h"
 #include "runtime/cpu/host_memory.h"
-#include "runtime/cpu/simd_math.h"
+#include "tools/cli/bench_floor_rows.h"
 
 namespace tpuoff::tools {
 namespace {
 
 using hlo::Literal;
 using hlo::PrimitiveType;
-using runtime::simd::ExpV;
-using runtime::simd::kLanes;
-using runtime::simd::Splat;
-using runtime::simd::VF;
-using runtime::simd::VI;
 
-typedef uint16_t VH __attribute__((vector_size(kLanes * 2)));
-typedef uint32_t VU __attribute__((vector_size(kLanes * 4)));
-
-// kLanes logits as f32 (bf16 widens by a shift).
-inline VF LoadLogits(const float* p) { return runtime::simd::Load(p); }
-inline VF LoadLogits(const uint16_t* p) {
-  VH h;
-  std::memcpy(&h, p, sizeof(h));
-  return (VF)(__builtin_convertvector(h, VU) << 16);
+// The row kernels for the logits' storage type.
+inline void Forward(const FloorRowKernels& k, const float* z, int64_t v, float scale,
+                    FloorRowStats* s) {
+  k.forward_f32(z, v, scale, s);
+}
+inline void Forward(const FloorRowKernels& k, const uint16_t* z, int64_t v, float scale,
+                    FloorRowStats* s) {
+  k.forward_bf16(z, v, scale, s);
+}
+inline void Backward(const FloorRowKernels& k, const float* z, int64_t v, float scale, float lse,
+                     float c, int64_t y, float* out) {
+  k.backward_f32(z, v, scale, lse, c, y, out);
+}
+inline void Backward(const FloorRowKernels& k, const uint16_t* z, int64_t v, float scale,
+                     float lse, float c, int64_t y, uint16_t* out) {
+  k.backward_bf16(z, v, scale, lse, c, y, out);
 }
 inline float LoadOne(const float* p) { return *p; }
 inline float LoadOne(const uint16_t* p) { return hlo::Bf16ToF32(*p); }
-
-inline void StoreGrad(float* p, VF v) { runtime::simd::Store(p, v); }
-// Round to nearest even; the values are finite (no NaN handling needed).
-inline void StoreGrad(uint16_t* p, VF v) {
-  const VU bits = (VU)v;
-  const VH h = __builtin_convertvector((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16, VH);
-  std::memcpy(p, &h, sizeof(h));
-}
-inline void StoreOne(float* p, float v) { *p = v; }
-inline void StoreOne(uint16_t* p, float v) { *p = hlo::F32ToBf16(v); }
-
-struct RowStats {
-  float max = 0, sum = 0, usum = 0, chosen = 0;
-};
-
-// One streaming pass per row: the max (a read of the row), then sum e^d and
-// sum e^d * d with d = x - max, where x = z * scale (the second read hits L2:
-// a 152K-column row is 300-600 KB).
-template <typename S>
-RowStats ForwardRow(const S* z, int64_t v, float scale, int64_t chosen) {
-  VF m0 = Splat(-INFINITY), m1 = m0;
-  int64_t j = 0;
-  for (; j + 2 * kLanes <= v; j += 2 * kLanes) {
-    m0 = runtime::simd::Max(m0, LoadLogits(z + j));
-    m1 = runtime::simd::Max(m1, LoadLogits(z + j + kLanes));
-  }
-  float zmax = runtime::simd::ReduceMax(runtime::simd::Max(m0, m1));
-  for (; j < v; ++j) zmax = std::max(zmax, LoadOne(z + j));
-  const float m = zmax * scale;
-  VF s0 = Splat(0), s1 = s0, u0 = s0, u1 = s0;
-  const VF vs = Splat(scale), vm = Splat(m);
-  j = 0;
-  for (; j + 2 * kLanes <= v; j += 2 * kLanes) {
-    const VF d0 = LoadLogits(z + j) * vs - vm;
-    const VF d1 = LoadLogits(z + j + kLanes) * vs - vm;
-    const VF e0 = ExpV(d0), e1 = ExpV(d1);
-    s0 += e0;
-    s1 += e1;
-    u0 += e0 * d0;
-    u1 += e1 * d1;
-  }
-  float sum = runtime::simd::ReduceAdd(s0 + s1);
-  float usum = runtime::simd::ReduceAdd(u0 + u1);
-  for (; j < v; ++j) {
-    const float d = LoadOne(z + j) * scale - m;
-    const float e = std::exp(d);
-    sum += e;
-    usum += e * d;
-  }
-  RowStats r;
-  r.max = m;
-  r.sum = sum;
-  r.usum = usum;
-  r.chosen = chosen >= 0 && chosen < v ? LoadOne(z + chosen) * scale : 0.0f;
-  return r;
-}
-
-// dlogits of one row: c * (1[j = y] - exp(z_j * scale - lse)).
-template <typename S>
-void BackwardRow(const S* z, int64_t v, float scale, float lse, float c, int64_t y, S* out) {
-  const VF vs = Splat(scale), vl = Splat(lse), vc = Splat(c);
-  int64_t j = 0;
-  for (; j + kLanes <= v; j += kLanes) {
-    StoreGrad(out + j, vc * (Splat(0.0f) - ExpV(LoadLogits(z + j) * vs - vl)));
-  }
-  for (; j < v; ++j) StoreOne(out + j, c * (0.0f - std::exp(LoadOne(z + j) * scale - lse)));
-  if (y >= 0 && y < v) StoreOne(out + y, c * (1.0f - std::exp(LoadOne(z + y) * scale - lse)));
-}
 
 const Literal* FindArg(const hlo::HloComputation& params, absl::Span<const Literal> args,
                        const std::string& name) {
@@ -137,12 +71,14 @@ absl::StatusOr<FloorOutputs> RunFloorTyped(const kernels::GrpoConfig& c,
   out.entropy.resize(rows);
   out.lse.resize(rows);
   const int nt = Threads(o.num_threads);
+  const FloorRowKernels& k = FloorRowKernelsForCpu();
   if (o.entropy_only) {
 #pragma omp parallel for num_threads(nt) schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      const RowStats s = ForwardRow(z + r * v, v, scale, -1);
+      FloorRowStats s;
+      Forward(k, z + r * v, v, scale, &s);
       out.entropy[r] = std::log(s.sum) - s.usum / s.sum;
-      out.lse[r] = s.max + std::log(s.sum);
+      out.lse[r] = s.ref + std::log(s.sum);
     }
     return out;
   }
@@ -163,11 +99,13 @@ absl::StatusOr<FloorOutputs> RunFloorTyped(const kernels::GrpoConfig& c,
   // Forward: one pass per row.
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    const RowStats s = ForwardRow(z + r * v, v, scale, y[r]);
+    FloorRowStats s;
+    Forward(k, z + r * v, v, scale, &s);
     const float log_sum = std::log(s.sum);
-    out.lse[r] = s.max + log_sum;
+    out.lse[r] = s.ref + log_sum;
     out.entropy[r] = log_sum - s.usum / s.sum;
-    out.logp[r] = s.chosen - out.lse[r];
+    const float chosen = y[r] >= 0 && y[r] < v ? LoadOne(z + r * v + y[r]) * scale : 0.0f;
+    out.logp[r] = chosen - out.lse[r];
   }
   // Per-token terms (B*T scalars): weights, ratio, clipped loss, dloss/dlogp.
   std::vector<float> weight(rows), coef(rows);
@@ -226,7 +164,7 @@ absl::StatusOr<FloorOutputs> RunFloorTyped(const kernels::GrpoConfig& c,
   S* dl = static_cast<S*>(out.dlogits.get());
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    BackwardRow(z + r * v, v, scale, out.lse[r], coef[r], y[r], dl + r * v);
+    Backward(k, z + r * v, v, scale, out.lse[r], coef[r], y[r], dl + r * v);
   }
   return out;
 }

@@ -1,9 +1,11 @@
 // The physical references `tpuoff bench` measures next to the emulator:
 //  - a hand-fused floor: the GRPO (or entropy) math of GRPO_SPEC.md written
-//    as one streaming forward pass and one backward pass over the logits,
-//    with the vectorised exp of runtime/cpu/simd_math.h. It lives here, in the
-//    benchmark, not in the runtime: it is what a hand-written kernel for this
-//    one computation costs on this machine;
+//    as one streaming forward pass (online reference max and sums) and one
+//    backward pass over the logits, row by row on all cores, with the widest
+//    vector ISA the CPU has (bench_floor_rows.h: AVX-512, AVX2 or the
+//    build's baseline, chosen at run time) and non-temporal dlogits stores.
+//    It lives here, in the benchmark, not in the runtime: it is what a
+//    hand-written kernel for this one computation costs on this machine;
 //  - this machine's streaming memory bandwidth (read and write), from which
 //    the bandwidth bound of a kernel follows;
 //  - the host's resident-set peak (VmHWM), resettable between runs.

@@ -27,6 +27,7 @@
 #include "tools/cli/bench_cold.h"
 #include "tools/cli/bench_corpus.h"
 #include "tools/cli/bench_floor.h"
+#include "tools/cli/bench_floor_rows.h"
 #include "tools/cli/cli_util.h"
 #include "tools/io/file_util.h"
 #include "tools/io/json_text.h"
@@ -485,11 +486,11 @@ int BenchMain(const std::vector<std::string>& args) {
   const std::string load_before = LoadAverage();
   const Bandwidth bw = MeasureBandwidth(f.bandwidth_mib << 20, static_cast<int>(f.threads), 5);
   std::string header = absl::StrFormat(
-      "tpuoff bench, %s; %s, %u cores (%s), %d threads; load average %s before\n"
+      "tpuoff bench, %s; %s, %u cores (%s; floor %s), %d threads; load average %s before\n"
       "shape B=%d T=%d V=%d, block %d; median of %d after %d warm-up; streaming "
       "bandwidth read %.1f GB/s, write %.1f GB/s\n",
       UtcNow(), CpuModel(), std::thread::hardware_concurrency(),
-      runtime::simd::VectorIsaName(), threads, load_before, f.batch, f.seq, f.vocab,
+      runtime::simd::VectorIsaName(), FloorRowKernelsForCpu().isa, threads, load_before, f.batch, f.seq, f.vocab,
       f.block_size, f.reps, f.warmup, bw.read_bytes_per_s / 1e9, bw.write_bytes_per_s / 1e9);
   std::fputs(header.c_str(), stdout);
   std::fflush(stdout);
