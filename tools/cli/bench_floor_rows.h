@@ -2,7 +2,7 @@
 // per vector ISA and chosen when the benchmark runs: AVX-512 (16 lanes) when
 // the CPU has it, else AVX2 + FMA (8 lanes), else the build's baseline. Each
 // ISA's translation unit (bench_floor_rows_avx512.cc, _avx2.cc,
-// _generic.cc) compiles the same source, bench_floor_rows.inc, with its own
+// _baseline.cc) compiles the same source, bench_floor_rows.inc, with its own
 // flags; the rest of the program never runs an instruction the CPU lacks.
 //
 // What a row kernel computes, for one row z[0..v) of logits (f32 or bf16)
