@@ -24,6 +24,8 @@
 #ifndef TPUOFF_RUNTIME_CPU_SIMD_MATH_H_
 #define TPUOFF_RUNTIME_CPU_SIMD_MATH_H_
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -82,30 +84,71 @@ inline float ReduceMax(VF v) {
   return m;
 }
 
+// a * b + c, rounded once where the ISA has fused multiply-add (the build's
+// -march), else rounded twice. Written out wherever ExpV / LogV multiply
+// and add, so their results do not depend on a compiler's contraction
+// choices and the loop JIT (runtime/emulator/loop_jit.h) can reproduce them
+// bit for bit.
+#if defined(__FMA__)
+inline constexpr bool kFusedMultiplyAdd = true;
+inline VF MulAdd(VF a, VF b, VF c) {
+#if defined(__AVX512F__)
+  return (VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__AVX2__)
+  return (VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  return (VF)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+#endif
+}
+#else
+inline constexpr bool kFusedMultiplyAdd = false;
+inline VF MulAdd(VF a, VF b, VF c) { return a * b + c; }
+#endif
+
+// Whether every lane of a comparison result is true.
+inline bool AllTrue(VI mask) {
+#if defined(__AVX512F__)
+  return _mm512_cmpneq_epi32_mask((__m512i)mask, _mm512_setzero_si512()) == 0xffff;
+#elif defined(__AVX2__)
+  return _mm256_movemask_ps((__m256)mask) == 0xff;
+#else
+  return _mm_movemask_ps((__m128)mask) == 0xf;
+#endif
+}
+
 inline VF ExpV(VF x) {
   // n = round(x / ln2) with the 1.5 * 2^23 trick; its low bits hold n.
-  const VF shifted = x * Splat(1.44269504088896341f) + Splat(12582912.0f);
+  const VF shifted = MulAdd(x, Splat(1.44269504088896341f), Splat(12582912.0f));
   const VF n = shifted - Splat(12582912.0f);
   const VI ni = AsI(shifted) - SplatI(0x4B400000);
-  VF r = x - n * Splat(0.693359375f);
-  r = r - n * Splat(-2.12194440e-4f);
+  VF r = MulAdd(-n, Splat(0.693359375f), x);
+  r = MulAdd(-n, Splat(-2.12194440e-4f), r);
   VF p = Splat(1.9875691500e-4f);
-  p = p * r + Splat(1.3981999507e-3f);
-  p = p * r + Splat(8.3334519073e-3f);
-  p = p * r + Splat(4.1665795894e-2f);
-  p = p * r + Splat(1.6666665459e-1f);
-  p = p * r + Splat(5.0000001201e-1f);
-  VF y = p * (r * r) + r + Splat(1.0f);
+  p = MulAdd(p, r, Splat(1.3981999507e-3f));
+  p = MulAdd(p, r, Splat(8.3334519073e-3f));
+  p = MulAdd(p, r, Splat(4.1665795894e-2f));
+  p = MulAdd(p, r, Splat(1.6666665459e-1f));
+  p = MulAdd(p, r, Splat(5.0000001201e-1f));
+  VF y = MulAdd(p, r * r, r) + Splat(1.0f);
+  // y is in [0.7, 1.42]. With n in [-125, 127] in every lane, y * 2^n is a
+  // normal float (x in about [-87, 88]), which adding n to y's exponent
+  // gives exactly: the same value as the general path below. NaN, the
+  // infinities and larger |x| all fall outside (their n is far off).
+  const VI biased = ni + 125;
+  if (AllTrue((biased >= 0) & (biased <= 252))) {
+    return AsF(AsI(y) + (ni << 23));
+  }
   // 2^n as two factors so subnormal results and overflow round once.
   const VI n1 = ni >> 1;
   const VI n2 = ni - n1;
   y = y * AsF((n1 + 127) << 23);
   y = y * AsF((n2 + 127) << 23);
   // Outside [-104, 89] n is out of range and y meaningless: exp(-104)
-  // already rounds to 0 and exp(89) overflows. NaN fails both tests and
-  // has propagated through the arithmetic.
+  // already rounds to 0 and exp(89) overflows. A NaN x is the result
+  // itself (not whichever NaN the arithmetic above propagated).
   y = Select(x < Splat(-104.0f), Splat(0.0f), y);
-  return Select(x > Splat(89.0f), Splat(__builtin_inff()), y);
+  y = Select(x > Splat(89.0f), Splat(__builtin_inff()), y);
+  return Select(x != x, x, y);
 }
 
 inline VF LogV(VF x) {
@@ -126,19 +169,18 @@ inline VF LogV(VF x) {
   VF ef = __builtin_convertvector(e, VF);
   const VF z = m * m;
   VF y = Splat(7.0376836292e-2f);
-  y = y * m + Splat(-1.1514610310e-1f);
-  y = y * m + Splat(1.1676998740e-1f);
-  y = y * m + Splat(-1.2420140846e-1f);
-  y = y * m + Splat(1.4249322787e-1f);
-  y = y * m + Splat(-1.6668057665e-1f);
-  y = y * m + Splat(2.0000714765e-1f);
-  y = y * m + Splat(-2.4999993993e-1f);
-  y = y * m + Splat(3.3333331174e-1f);
-  y = y * m * z;
-  y = y + ef * Splat(-2.12194440e-4f);
-  y = y - Splat(0.5f) * z;
+  y = MulAdd(y, m, Splat(-1.1514610310e-1f));
+  y = MulAdd(y, m, Splat(1.1676998740e-1f));
+  y = MulAdd(y, m, Splat(-1.2420140846e-1f));
+  y = MulAdd(y, m, Splat(1.4249322787e-1f));
+  y = MulAdd(y, m, Splat(-1.6668057665e-1f));
+  y = MulAdd(y, m, Splat(2.0000714765e-1f));
+  y = MulAdd(y, m, Splat(-2.4999993993e-1f));
+  y = MulAdd(y, m, Splat(3.3333331174e-1f));
+  y = MulAdd(y * m, z, ef * Splat(-2.12194440e-4f));
+  y = MulAdd(z, Splat(-0.5f), y);
   VF r = m + y;
-  r = r + ef * Splat(0.693359375f);
+  r = MulAdd(ef, Splat(0.693359375f), r);
   r = Select(inf, x, r);
   r = Select(zero, Splat(-__builtin_inff()), r);
   r = Select(negative, Splat(__builtin_nanf("")), r);

@@ -191,7 +191,7 @@ absl::StatusOr<RunResult> RunImpl(
   if (prepared == nullptr) {
     RETURN_IF_ERROR(CheckConstantsKnown(module));
     ASSIGN_OR_RETURN(own_plan, ModulePlan::Build(module, PlanOptionsOf(options),
-                                                 !options.disable_row_chains));
+                                                 !options.disable_row_chains, options.jit));
     prepared = own_plan.get();
   }
   const ModulePlan* plan = prepared;
@@ -312,7 +312,8 @@ absl::StatusOr<std::unique_ptr<PreparedModule>> PreparedModule::Create(
     const hlo::HloModule& module, const RunOptions& options) {
   RETURN_IF_ERROR(CheckConstantsKnown(module));
   ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,
-                   ModulePlan::Build(module, PlanOptionsOf(options), !options.disable_row_chains));
+                   ModulePlan::Build(module, PlanOptionsOf(options), !options.disable_row_chains,
+                                     options.jit));
   return std::unique_ptr<PreparedModule>(new PreparedModule(
       module, std::move(plan), options.disable_fusion, options.disable_row_chains));
 }

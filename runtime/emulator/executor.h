@@ -21,6 +21,7 @@
 #include "runtime/device/collectives.h"
 #include "runtime/device/device.h"
 #include "runtime/device/trace.h"
+#include "runtime/emulator/loop_jit.h"
 
 namespace tpuoff::runtime {
 
@@ -42,6 +43,12 @@ struct RunOptions {
   // chains (runtime/emulator/row_chain.h); for tests and debugging. Results and HBM
   // figures are bit-identical either way.
   bool disable_row_chains = false;
+  // Which fused loops are compiled to machine code with LLVM
+  // (runtime/emulator/loop_jit.h): kAuto those over many elements (and the
+  // TPUOFF_JIT environment variable, auto/always/never, decides for kAuto),
+  // kAlways every one the JIT expresses, kNever none. Results are
+  // bit-identical either way; builds without LLVM interpret everything.
+  LoopJitMode jit = LoopJitMode::kAuto;
   // Most iterations any one execution of a while loop may run (0: no
   // limit); more fail the run with RESOURCE_EXHAUSTED naming the loop, its
   // computation and the device.

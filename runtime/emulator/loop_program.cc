@@ -214,6 +214,8 @@ class Builder {
       n.kind = LoopNode::Kind::kCompare;
       const PrimitiveType in = x->operand(0)->shape().element_type();
       const bool total = x->attrs().comparison_type == "TOTALORDER";
+      n.direction = x->attrs().comparison_direction;
+      n.total_order = total;
       ASSIGN_OR_RETURN(n.binary,
                        GetCompareKernel(x->attrs().comparison_direction, in, total));
       if (s0 != s1) {
@@ -590,6 +592,10 @@ constexpr int64_t kStreamingStoreBytes = int64_t{256} << 20;
 
 }  // namespace
 
+bool UsesStreamingStores(const LoopProgram& p) {
+  return p.update && p.output_bytes >= kStreamingStoreBytes;
+}
+
 // Per-run state: the program, input pointers and dynamic offsets.
 struct Evaluator {
   const LoopProgram& p;
@@ -598,6 +604,16 @@ struct Evaluator {
   std::vector<int64_t> row_dims;   // dims except the minor one
   std::vector<int64_t> offsets;    // per node: static + dynamic offset
 
+  // A load of a compiled program: where an item's first element is.
+  struct JitLoad {
+    const uint8_t* base;  // the element of iteration index 0
+    const int64_t* strides;
+    int width;
+    int64_t minor;
+    int64_t prefetch_bytes;  // ahead of the load (0: none)
+  };
+  std::vector<JitLoad> jit_loads;  // in node order
+
   Evaluator(const LoopProgram& program, absl::Span<const void* const> in)
       : p(program), inputs(in), rank(program.shape.rank()) {
     for (int64_t d = 0; d + 1 < rank; ++d) row_dims.push_back(p.shape.dimensions(d));
@@ -605,7 +621,63 @@ struct Evaluator {
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       offsets[i] = p.nodes[i].offset + DynamicOffset(p.nodes[i].dynamic);
     }
+    if (p.jit == nullptr) return;
+    for (const LoopReduceOutput& o : p.reduce_outputs) {
+      jit_inits.push_back(static_cast<const uint8_t*>(inputs[o.init_input]));
+    }
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      const LoopNode& n = p.nodes[i];
+      if (n.kind != LoopNode::Kind::kLoad) continue;
+      JitLoad l;
+      l.width = hlo::ByteWidth(n.type);
+      l.base = static_cast<const uint8_t*>(inputs[n.input]) + offsets[i] * l.width;
+      l.strides = n.strides.data();
+      l.minor = rank ? n.strides[rank - 1] : 0;
+      // As Eval: contiguous rows kPrefetchRows rows ahead.
+      l.prefetch_bytes = !n.invariant && l.minor == 1 && rank >= 2
+                             ? kPrefetchRows * n.strides[rank - 2] * l.width
+                             : 0;
+      jit_loads.push_back(l);
+    }
   }
+
+  void RowIndex(int64_t row, int64_t* idx) const {
+    for (int64_t d = rank - 2, r = row; d >= 0; --d) {
+      idx[d] = r % row_dims[d];
+      r /= row_dims[d];
+    }
+  }
+
+  // One item of the compiled program (reduce programs: `flags`, `partials`
+  // and `results` as JitItem describes).
+  void RunJit(int64_t row, int64_t c0, int64_t n, int64_t* idx, uint8_t* out,
+              int64_t flags = 0, uint8_t* partials = nullptr,
+              uint8_t* const* results = nullptr) const {
+    RowIndex(row, idx);
+    thread_local std::vector<const uint8_t*> ptrs;
+    const size_t nl = jit_loads.size();
+    ptrs.resize(2 * nl + 1);
+    for (size_t k = 0; k < nl; ++k) {
+      const JitLoad& l = jit_loads[k];
+      int64_t off = c0 * l.minor;
+      for (int64_t d = 0; d + 1 < rank; ++d) off += idx[d] * l.strides[d];
+      ptrs[k] = l.base + off * l.width;
+      ptrs[nl + k] = ptrs[k] + l.prefetch_bytes;
+    }
+    JitItem item;
+    item.loads = ptrs.data();
+    item.prefetch = ptrs.data() + nl;
+    item.idx = idx;
+    item.c0 = c0;
+    item.n = n;
+    item.out = out;
+    item.flags = flags;
+    item.partials = partials;
+    item.inits = jit_inits.data();
+    item.results = results;
+    p.jit(&item);
+  }
+  std::vector<const uint8_t*> jit_inits;  // reduce programs: per output
 
   int64_t DynamicOffset(const std::vector<DynamicStart>& starts) const {
     int64_t off = 0;
@@ -625,10 +697,7 @@ struct Evaluator {
   // contiguous load whose storage is its compute representation).
   void Eval(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,
             uint8_t** vals) const {
-    for (int64_t d = rank - 2, r = row; d >= 0; --d) {
-      idx[d] = r % row_dims[d];
-      r /= row_dims[d];
-    }
+    RowIndex(row, idx);
     Prefetcher prefetch;
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       prefetch.Some();
@@ -868,6 +937,9 @@ absl::StatusOr<LoopProgram> BuildLoopUpdateProgram(
   p.out_strides = dus->shape().rank() ? dus->shape().Strides() : std::vector<int64_t>{};
   Builder b(&p, members);
   ASSIGN_OR_RETURN(p.root, b.Build(update));
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    if (p.inputs[i] == dus->operand(0)) p.update_base_input = static_cast<int>(i);
+  }
   for (int64_t d = 0; d < dus->shape().rank(); ++d) {
     const int64_t max_start = dus->shape().dimensions(d) - update->shape().dimensions(d);
     if (max_start <= 0) continue;
@@ -930,7 +1002,7 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
     // read-for-ownership of lines it overwrites whole. (Measured ~5% on the
     // seed shape's backward; plain elementwise outputs lose with it, as a
     // following step usually reads them back.)
-    store_ = p_.update && p_.output_bytes >= kStreamingStoreBytes ? p_.stream_store : p_.store;
+    store_ = UsesStreamingStores(p_) ? p_.stream_store : p_.store;
     uniform_ = !p_.update && p_.root >= 0 && IsUniform(p_, p_.root);
     return;
   }
@@ -952,14 +1024,22 @@ LoopExecution::LoopExecution(LoopExecution&&) = default;
 
 void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch,
                               int64_t* idx, uint8_t** vals) const {
-  eval_->Eval(row, c0, n, scratch, idx, vals);
+  if (p_.jit != nullptr) {
+    eval_->RowIndex(row, idx);
+  } else {
+    eval_->Eval(row, c0, n, scratch, idx, vals);
+  }
   int64_t pos = row * cols_ + c0;
   if (p_.update) {
     pos = out_base_ + c0;
     for (int64_t d = 0; d + 1 < p_.shape.rank(); ++d) pos += idx[d] * out_row_strides_[d];
   }
-  store_(vals[p_.root], static_cast<uint8_t*>(outputs_[0]) + pos * hlo::ByteWidth(p_.out_type),
-         n);
+  uint8_t* out = static_cast<uint8_t*>(outputs_[0]) + pos * hlo::ByteWidth(p_.out_type);
+  if (p_.jit != nullptr) {
+    eval_->RunJit(row, c0, n, idx, out);
+    return;
+  }
+  store_(vals[p_.root], out, n);
 }
 
 // Folds chunk `c` of segment `s` into `partial` (one word per output).
@@ -967,6 +1047,27 @@ void LoopExecution::ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t*
                                 uint8_t** node_vals, uint64_t* partial) const {
   uint8_t* acc_base = scratch + p_.scratch_bytes;
   const size_t nout = p_.reduce_outputs.size();
+  if (p_.jit != nullptr) {
+    // The compiled program starts, folds and finishes the lanes itself,
+    // and with one chunk per segment stores the segment's results too.
+    const int64_t first = c * kReduceChunkBlocks;
+    const int64_t end = std::min(seg_items_, first + kReduceChunkBlocks);
+    thread_local std::vector<uint8_t*> results;
+    results.resize(nout);
+    for (size_t o = 0; o < nout; ++o) {
+      results[o] = static_cast<uint8_t*>(outputs_[o]) +
+                   s * hlo::ByteWidth(p_.reduce_outputs[o].type);
+    }
+    for (int64_t item = first; item < end; ++item) {
+      const int64_t row = s * seg_rows_ + item / bpr_;
+      const int64_t c0 = (item % bpr_) * kLoopBlock;
+      int64_t flags = item == first ? kJitInitLanes : 0;
+      if (item + 1 == end) flags |= kJitFinishChunk | (chunks_ == 1 ? kJitFinishSegment : 0);
+      eval_->RunJit(row, c0, std::min(kLoopBlock, cols_ - c0), idx, acc_base, flags,
+                    reinterpret_cast<uint8_t*>(partial), results.data());
+    }
+    return;
+  }
   for (size_t o = 0; o < nout; ++o) {  // identity lanes
     const LoopReduceOutput& ro = p_.reduce_outputs[o];
     if (ro.fold == nullptr) continue;
@@ -1022,6 +1123,7 @@ void LoopExecution::ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t*
 // Combines segment s's partials (chunk-major, one word per output) after
 // the init value, left to right, and stores the results.
 void LoopExecution::FinishSegment(int64_t s, const uint64_t* partials) const {
+  if (p_.jit != nullptr && chunks_ == 1) return;  // the compiled program stored them
   const size_t nout = p_.reduce_outputs.size();
   for (size_t o = 0; o < nout; ++o) {
     const LoopReduceOutput& ro = p_.reduce_outputs[o];

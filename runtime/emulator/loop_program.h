@@ -28,6 +28,7 @@
 #include "hlo/ir/instruction.h"
 #include "hlo/analysis/loop_fusion.h"
 #include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/emulator/loop_jit.h"
 #include "runtime/cpu/fold_kernels.h"
 
 namespace tpuoff::runtime {
@@ -74,6 +75,9 @@ struct LoopNode {
   int64_t iota_dim = 0;
   hlo::PrimitiveType iota_type = hlo::PrimitiveType::kS32;
   bool negate = false;
+  // kCompare: what `binary` compares (for the loop JIT).
+  hlo::ComparisonDirection direction = hlo::ComparisonDirection::kEq;
+  bool total_order = false;
   LoadKernel load = nullptr;
   UnaryKernel unary = nullptr;
   BinaryKernel binary = nullptr;
@@ -148,7 +152,18 @@ struct LoopProgram {
   bool update = false;
   std::vector<int64_t> out_strides;
   std::vector<DynamicStart> out_starts;
+  // The array the update writes into (operand 0): program input index, or
+  // -1 when no node reads it.
+  int update_base_input = -1;
+
+  // The program compiled to machine code (runtime/emulator/loop_jit.h), or
+  // nullptr: LoopExecution then interprets it.
+  LoopItemFn jit = nullptr;
 };
+
+// Whether LoopExecution stores this program's output with non-temporal
+// stores (an update of an array far larger than the caches).
+bool UsesStreamingStores(const LoopProgram& program);
 
 // One line per node ("n3 = binary(n1, n2*) [block]", * = scalar operand),
 // for debugging and tests.

@@ -63,7 +63,8 @@ absl::StatusOr<LoopProgram> CompileStep(const ComputationPlan& plan,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
-    const hlo::HloModule& module, const PlanOptions& options, bool row_chains) {
+    const hlo::HloModule& module, const PlanOptions& options, bool row_chains,
+    LoopJitMode jit) {
   auto plan = std::unique_ptr<ModulePlan>(new ModulePlan());
   ASSIGN_OR_RETURN(plan->buffers_, hlo::BufferPlan::Build(module, options));
   for (const ComputationPlan* c : plan->buffers_->all()) {
@@ -72,6 +73,9 @@ absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
         continue;
       }
       ASSIGN_OR_RETURN(LoopProgram program, CompileStep(*c, step));
+      if (ShouldJit(jit, program.shape.num_elements())) {
+        program.jit = CompileLoopJit(program, UsesStreamingStores(program));
+      }
       plan->programs_[&step] = std::make_unique<LoopProgram>(std::move(program));
     }
     if (!options.enable_fusion || !row_chains) continue;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/analysis/buffer_plan.h"
 #include "hlo/ir/module.h"
+#include "runtime/emulator/loop_jit.h"
 #include "runtime/emulator/loop_program.h"
 #include "runtime/emulator/row_chain.h"
 
@@ -36,9 +37,11 @@ class ModulePlan {
   // step. INTERNAL if a fused group cannot be compiled or its program reads
   // something the plan does not keep alive.
   // `row_chains`: group steps into row chains (runtime/emulator/row_chain.h) when
-  // fusion is enabled.
+  // fusion is enabled. `jit`: which fused loops are compiled to machine
+  // code (runtime/emulator/loop_jit.h; results are bit-identical either way).
   static absl::StatusOr<std::unique_ptr<ModulePlan>> Build(
-      const hlo::HloModule& module, const PlanOptions& options = {}, bool row_chains = true);
+      const hlo::HloModule& module, const PlanOptions& options = {}, bool row_chains = true,
+      LoopJitMode jit = LoopJitMode::kAuto);
 
   const hlo::BufferPlan& buffers() const { return *buffers_; }
   const ComputationPlan& entry() const { return buffers_->entry(); }

@@ -8,6 +8,8 @@ PKGS=(cmake ninja-build ccache g++ clang libclang-rt-14-dev libomp-dev
       nlohmann-json3-dev libdnnl-dev
       # fft (FFTW3) and jaxlib's LAPACK custom-calls (reference LAPACK/BLAS)
       libfftw3-dev liblapack-dev libblas-dev pkg-config
+      # LLVM's ORC JIT: the emulator compiles large fused loops to machine code
+      llvm-14-dev
       # MPI: `mpirun -np P tpuoff run` spreads the simulated devices over ranks
       libopenmpi-dev openmpi-bin
       # tools/bench only: the exp/log candidates simd_math is measured against

@@ -1,0 +1,835 @@
+#include "runtime/emulator/loop_jit.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/cpu/fold_kernels.h"
+#include "runtime/cpu/simd_math.h"
+#include "runtime/emulator/loop_program.h"
+
+#if defined(TPUOFF_HAVE_JIT)
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Host.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "runtime/emulator/loop_jit_ops.h"
+#endif
+
+namespace tpuoff::runtime {
+namespace {
+
+// kAuto compiles programs over at least this many elements: compiling
+// takes milliseconds, which such a loop repays in one run.
+constexpr int64_t kJitMinElements = int64_t{1} << 18;
+
+// TPUOFF_JIT: -1 unset, else the mode it names.
+int EnvMode() {
+  static const int mode = [] {
+    const char* e = std::getenv("TPUOFF_JIT");
+    if (e == nullptr) return -1;
+    const std::string s(e);
+    if (s == "always") return static_cast<int>(LoopJitMode::kAlways);
+    if (s == "never") return static_cast<int>(LoopJitMode::kNever);
+    return static_cast<int>(LoopJitMode::kAuto);
+  }();
+  return mode;
+}
+
+}  // namespace
+
+bool ShouldJit(LoopJitMode mode, int64_t elements) {
+  if (mode == LoopJitMode::kAuto && EnvMode() >= 0) mode = static_cast<LoopJitMode>(EnvMode());
+  switch (mode) {
+    case LoopJitMode::kAlways: return true;
+    case LoopJitMode::kNever: return false;
+    case LoopJitMode::kAuto: return elements >= kJitMinElements;
+  }
+  return false;
+}
+
+#if !defined(TPUOFF_HAVE_JIT)
+
+bool LoopJitAvailable() { return false; }
+LoopItemFn CompileLoopJit(const LoopProgram&, bool) { return nullptr; }
+
+#else
+
+namespace {
+
+using hlo::HloOpcode;
+using hlo::PrimitiveType;
+using jit::OpEmitter;
+using llvm::Value;
+
+// Whether a load node reads n consecutive elements (not one).
+bool Streams(const LoopProgram& p, const LoopNode& n) { return !n.invariant; }
+int64_t MinorStride(const LoopProgram& p, const LoopNode& n) {
+  const int64_t rank = p.shape.rank();
+  return rank ? n.strides[rank - 1] : 0;
+}
+// Loads the caller prefetches ahead for (LoopExecution: contiguous rows of
+// a rank >= 2 iteration space).
+bool Prefetched(const LoopProgram& p, const LoopNode& n) {
+  return Streams(p, n) && MinorStride(p, n) == 1 && p.shape.rank() >= 2;
+}
+
+bool JitReducer(HloOpcode op, PrimitiveType t) {
+  if (t == PrimitiveType::kF32 || t == PrimitiveType::kBF16) {
+    return op == HloOpcode::kAdd || op == HloOpcode::kMultiply || op == HloOpcode::kMaximum ||
+           op == HloOpcode::kMinimum;
+  }
+  return (t == PrimitiveType::kS32 || t == PrimitiveType::kU32) &&
+         (op == HloOpcode::kAdd || op == HloOpcode::kMultiply || op == HloOpcode::kMaximum ||
+          op == HloOpcode::kMinimum || op == HloOpcode::kAnd || op == HloOpcode::kOr ||
+          op == HloOpcode::kXor);
+}
+
+// Whether the JIT expresses every part of `p`.
+bool Expressible(const LoopProgram& p) {
+  const int64_t rank = p.shape.rank();
+  if (rank == 0 || p.nodes.empty()) return false;
+  if (p.update && p.update_base_input >= 0) return false;  // reads what it writes
+  for (const LoopNode& n : p.nodes) {
+    if (!jit::IsJitType(n.type)) return false;
+    auto arg_type = [&](int k) { return p.nodes[n.args[k]].type; };
+    switch (n.kind) {
+      case LoopNode::Kind::kLoad:
+        if (!n.invariant && MinorStride(p, n) != 1) return false;
+        break;
+      case LoopNode::Kind::kIota:
+        if (n.type == PrimitiveType::kPred) return false;
+        break;
+      case LoopNode::Kind::kUnary:
+        if (!OpEmitter::HasUnary(n.opcode, n.type)) return false;
+        break;
+      case LoopNode::Kind::kBinary:
+        if (!OpEmitter::HasBinary(n.opcode, n.type)) return false;
+        break;
+      case LoopNode::Kind::kCompare:
+        if (!jit::IsJitType(arg_type(0))) return false;
+        break;
+      case LoopNode::Kind::kConvert:
+        if (n.opcode != HloOpcode::kConvert || !OpEmitter::HasConvert(arg_type(0), n.type)) {
+          return false;
+        }
+        break;
+      case LoopNode::Kind::kIsFinite:
+        if (arg_type(0) != PrimitiveType::kF32 && arg_type(0) != PrimitiveType::kBF16) {
+          return false;
+        }
+        break;
+      case LoopNode::Kind::kSelect:
+        break;
+      case LoopNode::Kind::kClamp:
+        if (n.type == PrimitiveType::kPred) return false;
+        break;
+      case LoopNode::Kind::kIotaEq:
+        if (arg_type(0) != PrimitiveType::kS32 && arg_type(0) != PrimitiveType::kU32) {
+          return false;
+        }
+        break;
+      case LoopNode::Kind::kExpShift:
+        break;
+    }
+  }
+  if (p.reduce) {
+    for (const LoopReduceOutput& o : p.reduce_outputs) {
+      if (o.fold == nullptr || !JitReducer(o.op, o.type)) return false;
+      if (o.fold_product != nullptr && o.type != PrimitiveType::kF32) return false;
+    }
+    return true;
+  }
+  return p.root >= 0 && jit::IsJitType(p.out_type) &&
+         (p.nodes[p.root].type == p.out_type ||
+          (p.out_type == PrimitiveType::kBF16 && p.nodes[p.root].type == PrimitiveType::kF32));
+}
+
+// What the generated code depends on: the cache key.
+std::string Signature(const LoopProgram& p, bool streaming, int lanes) {
+  std::string s = absl::StrCat("w", lanes, simd::kFusedMultiplyAdd ? "f" : "n",
+                               streaming ? "s" : "", p.reduce ? "R" : p.update ? "U" : "E",
+                               p.shape.rank(), ":", static_cast<int>(p.out_type), ":", p.root,
+                               "|");
+  for (const LoopNode& n : p.nodes) {
+    absl::StrAppend(&s, static_cast<int>(n.kind), ",", static_cast<int>(n.type), ",",
+                    static_cast<int>(n.opcode), ",", n.args[0], ",", n.args[1], ",", n.args[2],
+                    ",", n.invariant, n.negate, n.total_order, ",",
+                    static_cast<int>(n.direction), ",", n.iota_dim, ",",
+                    static_cast<int>(n.iota_type));
+    if (n.kind == LoopNode::Kind::kLoad) absl::StrAppend(&s, ",", Prefetched(p, n));
+    s += ';';
+  }
+  for (const LoopReduceOutput& o : p.reduce_outputs) {
+    absl::StrAppend(&s, "|", o.node, ",", static_cast<int>(o.op), ",", static_cast<int>(o.type),
+                    ",", o.fold_select != nullptr, o.fold_product != nullptr, ",", o.args[0],
+                    ",", o.args[1], ",", o.args[2]);
+  }
+  return s;
+}
+
+// Emits the item function of one program.
+class ProgramCodegen {
+ public:
+  ProgramCodegen(const LoopProgram& p, bool streaming, int lanes, llvm::Module* m)
+      : p_(p), streaming_(streaming), lanes_(lanes), m_(m), b_(m->getContext()),
+        ops_(&b_, simd::kFusedMultiplyAdd) {}
+
+  bool Emit(const std::string& name);
+
+ private:
+  // Lanes [i, i + width) of an item.
+  struct Group {
+    int width = 1;
+    Value* i = nullptr;  // i64
+    std::vector<Value*> vals;
+  };
+
+  llvm::Type* Ty(PrimitiveType t) { return ops_.ComputeType(t); }
+  llvm::Type* Shaped(llvm::Type* scalar, int width) {
+    return width == 1 ? scalar : llvm::FixedVectorType::get(scalar, width);
+  }
+  llvm::Value* BytePtr(llvm::Value* base, llvm::Value* byte_offset) {
+    return b_.CreateGEP(b_.getInt8Ty(), base, byte_offset);
+  }
+  llvm::Value* TypedPtr(llvm::Value* p, llvm::Type* t) {
+    return b_.CreateBitCast(p, llvm::PointerType::getUnqual(t));
+  }
+  llvm::Value* LoadAt(llvm::Type* t, llvm::Value* byte_ptr) {
+    return b_.CreateAlignedLoad(t, TypedPtr(byte_ptr, t), llvm::MaybeAlign(1));
+  }
+  // Node `a`'s value for group g (invariants splatted).
+  Value* Arg(int a, const Group& g) {
+    if (p_.nodes[a].invariant) return ops_.Widen(inv_[a], g.width);
+    return g.vals[a];
+  }
+  bool EmitInvariants();
+  bool EmitNode(int k, Group* g);
+  bool EmitGroup(Group* g);
+  // The reduce output o's folded value for group g.
+  Value* FoldValue(const LoopReduceOutput& o, const Group& g, Value* acc);
+  void Prefetch(Value* i);
+  // for (i = start; cond(i); i += step) body(i): returns the final i.
+  Value* Loop(Value* start, const std::function<Value*(Value*)>& cond, int64_t step,
+              const std::function<void(Value*)>& body);
+  bool EmitReduce();
+  bool EmitElementwise();
+
+  const LoopProgram& p_;
+  bool streaming_;
+  int lanes_;
+  llvm::Module* m_;
+  llvm::IRBuilder<> b_;
+  OpEmitter ops_;
+  llvm::Function* fn_ = nullptr;
+  std::vector<Value*> inv_;        // invariant node values (scalars)
+  std::vector<Value*> hot_;        // kIotaEq nodes: the item's one-hot index (i32)
+  std::vector<Value*> load_ptr_;   // per node (loads): the item's first element
+  std::vector<Value*> pf_ptr_;     // per node (prefetched loads)
+  Value* idx_ = nullptr;           // i64*
+  Value* c0_ = nullptr;
+  Value* n_ = nullptr;
+  Value* out_ = nullptr;           // i8*
+  Value* flags_ = nullptr;         // reduce programs: JitItem::flags ...
+  Value* partials_ = nullptr;
+  Value* inits_ = nullptr;
+  Value* results_ = nullptr;
+  // The reducer's identity for output o, a scalar of its compute type.
+  Value* Identity(const LoopReduceOutput& o);
+  void EmitFinish();
+};
+
+Value* ProgramCodegen::Loop(Value* start, const std::function<Value*(Value*)>& cond,
+                            int64_t step, const std::function<void(Value*)>& body) {
+  llvm::LLVMContext& c = b_.getContext();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(c, "head", fn_);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(c, "loop", fn_);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "done", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+  i->addIncoming(start, pre);
+  b_.CreateCondBr(cond(i), loop, done);
+  b_.SetInsertPoint(loop);
+  body(i);
+  Value* next = b_.CreateAdd(i, b_.getInt64(step));
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateBr(head);
+  b_.SetInsertPoint(done);
+  return i;
+}
+
+bool ProgramCodegen::EmitInvariants() {
+  const int64_t rank = p_.shape.rank();
+  hot_.assign(p_.nodes.size(), nullptr);
+  for (size_t k = 0; k < p_.nodes.size(); ++k) {
+    const LoopNode& n = p_.nodes[k];
+    if (n.kind == LoopNode::Kind::kIotaEq) {  // its value is invariant, computed above
+      const bool is_unsigned = p_.nodes[n.args[0]].type == PrimitiveType::kU32;
+      Value* value = inv_[n.args[0]];
+      Value* at = is_unsigned ? b_.CreateZExt(value, b_.getInt64Ty())
+                              : b_.CreateSExt(value, b_.getInt64Ty());
+      Value* rel = b_.CreateSub(at, c0_);
+      hot_[k] = b_.CreateSelect(b_.CreateICmpULT(rel, n_), b_.CreateTrunc(rel, b_.getInt32Ty()),
+                                b_.getInt32(-1));
+    }
+    if (!n.invariant) continue;
+    Value* v = nullptr;
+    auto arg = [&](int a) { return inv_[n.args[a]]; };
+    switch (n.kind) {
+      case LoopNode::Kind::kLoad:
+        v = ops_.FromStorage(n.type, LoadAt(ops_.StorageType(n.type), load_ptr_[k]));
+        break;
+      case LoopNode::Kind::kIota: {
+        Value* at = b_.getInt64(0);
+        if (n.iota_dim < rank - 1) {
+          at = b_.CreateLoad(b_.getInt64Ty(),
+                             b_.CreateGEP(b_.getInt64Ty(), idx_, b_.getInt64(n.iota_dim)));
+        }
+        v = ops_.IotaValue(n.type, at);
+        break;
+      }
+      case LoopNode::Kind::kUnary: {
+        auto r = ops_.Unary(n.opcode, n.type, arg(0));
+        if (!r) return false;
+        v = *r;
+        break;
+      }
+      case LoopNode::Kind::kBinary: {
+        auto r = ops_.Binary(n.opcode, n.type, arg(0), arg(1));
+        if (!r) return false;
+        v = *r;
+        break;
+      }
+      case LoopNode::Kind::kCompare: {
+        auto r = ops_.Compare(n.direction, n.total_order, p_.nodes[n.args[0]].type, arg(0),
+                              arg(1));
+        if (!r) return false;
+        v = *r;
+        break;
+      }
+      case LoopNode::Kind::kConvert: {
+        auto r = ops_.Convert(p_.nodes[n.args[0]].type, n.type, arg(0));
+        if (!r) return false;
+        v = *r;
+        break;
+      }
+      case LoopNode::Kind::kIsFinite: v = ops_.IsFinite(arg(0)); break;
+      case LoopNode::Kind::kSelect: v = b_.CreateSelect(arg(0), arg(1), arg(2)); break;
+      case LoopNode::Kind::kClamp: v = ops_.Clamp(n.type, arg(0), arg(1), arg(2)); break;
+      default: return false;  // kIotaEq, kExpShift never are invariant
+    }
+    inv_[k] = v;
+  }
+  return true;
+}
+
+bool ProgramCodegen::EmitNode(int k, Group* g) {
+  const LoopNode& n = p_.nodes[k];
+  const int w = g->width;
+  auto arg = [&](int a) { return Arg(n.args[a], *g); };
+  Value* v = nullptr;
+  switch (n.kind) {
+    case LoopNode::Kind::kLoad: {
+      llvm::Type* st = ops_.StorageType(n.type);
+      Value* off = b_.CreateMul(g->i, b_.getInt64(hlo::ByteWidth(n.type)));
+      v = ops_.FromStorage(n.type, LoadAt(Shaped(st, w), BytePtr(load_ptr_[k], off)));
+      break;
+    }
+    case LoopNode::Kind::kIota: {
+      Value* start = b_.CreateAdd(c0_, g->i);
+      if (w > 1) {
+        std::vector<llvm::Constant*> lanes;
+        for (int l = 0; l < w; ++l) lanes.push_back(b_.getInt64(l));
+        start = b_.CreateAdd(ops_.Widen(start, w), llvm::ConstantVector::get(lanes));
+      }
+      v = ops_.IotaValue(n.type, start);
+      break;
+    }
+    case LoopNode::Kind::kIotaEq: {
+      // Element i of the item is the one-hot column when i == hot (the
+      // value's column minus c0, or -1 when outside the item: i < n <=
+      // kLoopBlock fits i32).
+      Value* hot = hot_[k];
+      if (w == 1) {
+        v = b_.CreateICmpEQ(b_.CreateTrunc(g->i, b_.getInt32Ty()), hot);
+      } else {
+        std::vector<llvm::Constant*> lanes;
+        for (int l = 0; l < w; ++l) lanes.push_back(b_.getInt32(l));
+        Value* at = b_.CreateAdd(ops_.Widen(b_.CreateTrunc(g->i, b_.getInt32Ty()), w),
+                                 llvm::ConstantVector::get(lanes));
+        v = b_.CreateICmpEQ(at, ops_.Widen(hot, w));
+      }
+      if (n.negate) v = b_.CreateNot(v);
+      break;
+    }
+    case LoopNode::Kind::kExpShift: {
+      Value* s = inv_[n.args[1]];
+      if (n.negate) s = b_.CreateFNeg(s);
+      v = ops_.Exp(b_.CreateFSub(arg(0), ops_.Widen(s, w)));
+      break;
+    }
+    case LoopNode::Kind::kUnary: {
+      auto r = ops_.Unary(n.opcode, n.type, arg(0));
+      if (!r) return false;
+      v = *r;
+      break;
+    }
+    case LoopNode::Kind::kBinary: {
+      auto r = ops_.Binary(n.opcode, n.type, arg(0), arg(1));
+      if (!r) return false;
+      v = *r;
+      break;
+    }
+    case LoopNode::Kind::kCompare: {
+      auto r = ops_.Compare(n.direction, n.total_order, p_.nodes[n.args[0]].type, arg(0), arg(1));
+      if (!r) return false;
+      v = *r;
+      break;
+    }
+    case LoopNode::Kind::kConvert: {
+      auto r = ops_.Convert(p_.nodes[n.args[0]].type, n.type, arg(0));
+      if (!r) return false;
+      v = *r;
+      break;
+    }
+    case LoopNode::Kind::kIsFinite: v = ops_.IsFinite(arg(0)); break;
+    case LoopNode::Kind::kSelect: v = b_.CreateSelect(arg(0), arg(1), arg(2)); break;
+    case LoopNode::Kind::kClamp: v = ops_.Clamp(n.type, arg(0), arg(1), arg(2)); break;
+  }
+  g->vals[k] = v;
+  return true;
+}
+
+bool ProgramCodegen::EmitGroup(Group* g) {
+  g->vals.assign(p_.nodes.size(), nullptr);
+  for (size_t k = 0; k < p_.nodes.size(); ++k) {
+    if (!p_.nodes[k].invariant && !EmitNode(static_cast<int>(k), g)) return false;
+  }
+  return true;
+}
+
+Value* ProgramCodegen::FoldValue(const LoopReduceOutput& o, const Group& g, Value* acc) {
+  Value* v = nullptr;
+  if (o.fold_select != nullptr) {
+    v = b_.CreateSelect(Arg(o.args[0], g), Arg(o.args[1], g), Arg(o.args[2], g));
+  } else if (o.fold_product != nullptr) {
+    return b_.CreateFAdd(acc, b_.CreateFMul(Arg(o.args[0], g), Arg(o.args[1], g)));
+  } else {
+    v = Arg(o.node, g);
+  }
+  return *ops_.Binary(o.op, o.type, acc, v);
+}
+
+// Prefetches the lines of kFoldLanes elements at i of every prefetched
+// load (the caller points them some rows ahead).
+void ProgramCodegen::Prefetch(Value* i) {
+  for (size_t k = 0; k < p_.nodes.size(); ++k) {
+    if (pf_ptr_[k] == nullptr) continue;
+    const int64_t bytes = kFoldLanes * hlo::ByteWidth(p_.nodes[k].type);
+    Value* base = BytePtr(pf_ptr_[k], b_.CreateMul(i, b_.getInt64(hlo::ByteWidth(p_.nodes[k].type))));
+    for (int64_t off = 0; off < bytes; off += 64) {
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getInt8PtrTy()},
+                         {BytePtr(base, b_.getInt64(off)), b_.getInt32(0), b_.getInt32(2),
+                          b_.getInt32(1)});
+    }
+  }
+}
+
+// Element i of an item folds into lane i mod kFoldLanes, in element order.
+// The whole groups of kFoldLanes elements are folded lane group by lane
+// group (W lanes; every output's accumulator for that lane group in a
+// register, the item's groups read with a stride of kFoldLanes elements,
+// from L1 after the first pass), so only one accumulator per output is
+// live however many outputs the program has; the rest a vector and then
+// an element at a time on the lanes in memory.
+bool ProgramCodegen::EmitReduce() {
+  const size_t nout = p_.reduce_outputs.size();
+  const int groups = kFoldLanes / lanes_;
+  std::vector<Value*> acc_ptr(nout);
+  for (size_t o = 0; o < nout; ++o) {
+    acc_ptr[o] = BytePtr(out_, b_.getInt64(static_cast<int64_t>(o) * kLoopBlock * 8));
+  }
+  auto lane_ptr = [&](size_t o, Value* lane) {
+    return BytePtr(acc_ptr[o],
+                   b_.CreateMul(lane, b_.getInt64(ComputeWidth(p_.reduce_outputs[o].type))));
+  };
+  Value* full = b_.CreateAnd(n_, b_.getInt64(~int64_t{kFoldLanes - 1}));
+  llvm::LLVMContext& c = b_.getContext();
+  bool ok = true;
+  for (int j = 0; j < groups; ++j) {
+    const int64_t lane0 = int64_t{j} * lanes_;
+    std::vector<Value*> acc(nout);
+    Value* init = b_.CreateICmpNE(b_.CreateAnd(flags_, b_.getInt64(kJitInitLanes)),
+                                  b_.getInt64(0));
+    for (size_t o = 0; o < nout; ++o) {
+      const LoopReduceOutput& ro = p_.reduce_outputs[o];
+      Value* kept = LoadAt(Shaped(Ty(ro.type), lanes_), lane_ptr(o, b_.getInt64(lane0)));
+      acc[o] = b_.CreateSelect(init, ops_.Widen(Identity(ro), lanes_), kept);
+    }
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(c, "rhead", fn_);
+    llvm::BasicBlock* loop = llvm::BasicBlock::Create(c, "rloop", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "rdone", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+    i->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> phis(nout);
+    for (size_t o = 0; o < nout; ++o) {
+      phis[o] = b_.CreatePHI(acc[o]->getType(), 2);
+      phis[o]->addIncoming(acc[o], pre);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(i, full), loop, done);
+    b_.SetInsertPoint(loop);
+    if (j == 0) Prefetch(i);  // the first pass brings the item's lines in
+    Group g;
+    g.width = lanes_;
+    g.i = b_.CreateAdd(i, b_.getInt64(lane0));
+    if (!EmitGroup(&g)) return false;
+    std::vector<Value*> next(nout);
+    for (size_t o = 0; o < nout; ++o) next[o] = FoldValue(p_.reduce_outputs[o], g, phis[o]);
+    i->addIncoming(b_.CreateAdd(i, b_.getInt64(kFoldLanes)), b_.GetInsertBlock());
+    for (size_t o = 0; o < nout; ++o) phis[o]->addIncoming(next[o], b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+    for (size_t o = 0; o < nout; ++o) {
+      b_.CreateAlignedStore(phis[o], TypedPtr(lane_ptr(o, b_.getInt64(lane0)), phis[o]->getType()),
+                            llvm::MaybeAlign(1));
+    }
+  }
+  auto fold_in_memory = [&](int width) {
+    return [&, width](Value* at) {
+      Group g;
+      g.width = width;
+      g.i = at;
+      if (!EmitGroup(&g)) {
+        ok = false;
+        return;
+      }
+      Value* lane = b_.CreateAnd(at, b_.getInt64(kFoldLanes - 1));
+      for (size_t o = 0; o < nout; ++o) {
+        const LoopReduceOutput& ro = p_.reduce_outputs[o];
+        llvm::Type* t = Shaped(Ty(ro.type), width);
+        Value* ptr = lane_ptr(o, lane);
+        Value* a = LoadAt(t, ptr);
+        b_.CreateAlignedStore(FoldValue(ro, g, a), TypedPtr(ptr, t), llvm::MaybeAlign(1));
+      }
+    };
+  };
+  Value* at = Loop(
+      full, [&](Value* x) { return b_.CreateICmpSLE(b_.CreateAdd(x, b_.getInt64(lanes_)), n_); },
+      lanes_, fold_in_memory(lanes_));
+  Loop(at, [&](Value* x) { return b_.CreateICmpSLT(x, n_); }, 1, fold_in_memory(1));
+  if (ok) EmitFinish();
+  return ok;
+}
+
+Value* ProgramCodegen::Identity(const LoopReduceOutput& o) {
+  uint64_t bits = 0;
+  ReducerIdentity(o.op, o.type, &bits);  // JitReducer ops all have one
+  if (o.type == PrimitiveType::kF32 || o.type == PrimitiveType::kBF16) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return llvm::ConstantFP::get(b_.getFloatTy(), f);
+  }
+  return b_.getInt32(static_cast<uint32_t>(bits));
+}
+
+// kJitFinishChunk: lanes folded pairwise (lane i with lane i + f/2 for
+// f = kFoldLanes, ..., 2) into partials[o]; kJitFinishSegment: then the
+// init value combined with it and stored at results[o].
+void ProgramCodegen::EmitFinish() {
+  llvm::LLVMContext& c = b_.getContext();
+  llvm::BasicBlock* tree = llvm::BasicBlock::Create(c, "tree", fn_);
+  llvm::BasicBlock* segment = llvm::BasicBlock::Create(c, "segment", fn_);
+  llvm::BasicBlock* exit = llvm::BasicBlock::Create(c, "exit", fn_);
+  auto flag = [&](int64_t f) {
+    return b_.CreateICmpNE(b_.CreateAnd(flags_, b_.getInt64(f)), b_.getInt64(0));
+  };
+  b_.CreateCondBr(flag(kJitFinishChunk), tree, exit);
+  b_.SetInsertPoint(tree);
+  const size_t nout = p_.reduce_outputs.size();
+  std::vector<Value*> partial(nout);
+  for (size_t o = 0; o < nout; ++o) {
+    const LoopReduceOutput& ro = p_.reduce_outputs[o];
+    const int cw = ComputeWidth(ro.type);
+    llvm::Type* vt = Shaped(Ty(ro.type), lanes_);
+    Value* base = BytePtr(out_, b_.getInt64(static_cast<int64_t>(o) * kLoopBlock * 8));
+    std::vector<Value*> v;
+    for (int j = 0; j < kFoldLanes / lanes_; ++j) {
+      v.push_back(LoadAt(vt, BytePtr(base, b_.getInt64(int64_t{j} * lanes_ * cw))));
+    }
+    while (v.size() > 1) {
+      const size_t half = v.size() / 2;
+      for (size_t k = 0; k < half; ++k) v[k] = *ops_.Binary(ro.op, ro.type, v[k], v[k + half]);
+      v.resize(half);
+    }
+    Value* x = v[0];
+    for (int f = lanes_; f > 1; f /= 2) {
+      std::vector<int> mask(lanes_);
+      for (int l = 0; l < lanes_; ++l) mask[l] = l < f / 2 ? l + f / 2 : l;
+      x = *ops_.Binary(ro.op, ro.type, x, b_.CreateShuffleVector(x, mask));
+    }
+    partial[o] = b_.CreateExtractElement(x, uint64_t{0});
+    b_.CreateAlignedStore(
+        partial[o],
+        TypedPtr(BytePtr(partials_, b_.getInt64(static_cast<int64_t>(o) * 8)), partial[o]->getType()),
+        llvm::MaybeAlign(1));
+  }
+  b_.CreateCondBr(flag(kJitFinishSegment), segment, exit);
+  b_.SetInsertPoint(segment);
+  llvm::Type* i8p = b_.getInt8PtrTy();
+  for (size_t o = 0; o < nout; ++o) {
+    const LoopReduceOutput& ro = p_.reduce_outputs[o];
+    Value* at = b_.getInt64(static_cast<int64_t>(o));
+    Value* init_ptr = b_.CreateLoad(i8p, b_.CreateGEP(i8p, inits_, at));
+    Value* init = ops_.FromStorage(ro.type, LoadAt(ops_.StorageType(ro.type), init_ptr));
+    Value* r = *ops_.Binary(ro.op, ro.type, init, partial[o]);
+    Value* dst = b_.CreateLoad(i8p, b_.CreateGEP(i8p, results_, at));
+    Value* stored = ops_.ToStorage(ro.type, r);
+    b_.CreateAlignedStore(stored, TypedPtr(dst, stored->getType()), llvm::MaybeAlign(1));
+  }
+  b_.CreateBr(exit);
+  b_.SetInsertPoint(exit);
+}
+
+bool ProgramCodegen::EmitElementwise() {
+  const PrimitiveType ot = p_.out_type;
+  const int64_t ow = hlo::ByteWidth(ot);
+  bool ok = true;
+  auto store_group = [&](int width, bool nontemporal) {
+    return [&, width, nontemporal](Value* at) {
+      Group g;
+      g.width = width;
+      g.i = at;
+      if (!EmitGroup(&g)) {
+        ok = false;
+        return;
+      }
+      Value* v = ops_.ToStorage(ot, Arg(p_.root, g));
+      llvm::Type* t = v->getType();
+      const int64_t bytes = width * ow;
+      llvm::StoreInst* st = b_.CreateAlignedStore(
+          v, TypedPtr(BytePtr(out_, b_.CreateMul(at, b_.getInt64(ow))), t),
+          llvm::MaybeAlign(nontemporal ? bytes : 1));
+      if (nontemporal) {
+        st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                        llvm::MDNode::get(b_.getContext(),
+                                          {llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
+      }
+    };
+  };
+  Value* i = b_.getInt64(0);
+  if (streaming_) {
+    // Elements one at a time until the output is 64-byte aligned.
+    Value* addr = b_.CreatePtrToInt(out_, b_.getInt64Ty());
+    i = Loop(
+        i,
+        [&](Value* x) {
+          Value* misaligned = b_.CreateICmpNE(
+              b_.CreateAnd(b_.CreateAdd(addr, b_.CreateMul(x, b_.getInt64(ow))), b_.getInt64(63)),
+              b_.getInt64(0));
+          return b_.CreateAnd(b_.CreateICmpSLT(x, n_), misaligned);
+        },
+        1, store_group(1, false));
+  }
+  const bool nt = streaming_ && lanes_ * ow <= 64;
+  const int groups = kFoldLanes / lanes_;
+  i = Loop(
+      i, [&](Value* x) { return b_.CreateICmpSLE(b_.CreateAdd(x, b_.getInt64(kFoldLanes)), n_); },
+      kFoldLanes, [&](Value* x) {
+        Prefetch(x);
+        for (int j = 0; j < groups; ++j) {
+          store_group(lanes_, nt)(b_.CreateAdd(x, b_.getInt64(int64_t{j} * lanes_)));
+        }
+      });
+  i = Loop(
+      i, [&](Value* x) { return b_.CreateICmpSLE(b_.CreateAdd(x, b_.getInt64(lanes_)), n_); },
+      lanes_, store_group(lanes_, nt));
+  Loop(i, [&](Value* x) { return b_.CreateICmpSLT(x, n_); }, 1, store_group(1, false));
+  if (streaming_) b_.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});
+  return ok;
+}
+
+bool ProgramCodegen::Emit(const std::string& name) {
+  llvm::LLVMContext& c = m_->getContext();
+  llvm::Type* i8p = b_.getInt8PtrTy();
+  llvm::Type* i8pp = llvm::PointerType::getUnqual(i8p);
+  // JitItem's fields, in order.
+  llvm::StructType* item_t = llvm::StructType::get(
+      c, {i8pp, i8pp, llvm::PointerType::getUnqual(b_.getInt64Ty()), b_.getInt64Ty(),
+          b_.getInt64Ty(), i8p, b_.getInt64Ty(), i8p, i8pp, i8pp});
+  llvm::FunctionType* ft = llvm::FunctionType::get(b_.getVoidTy(), {i8p}, false);
+  fn_ = llvm::Function::Create(ft, llvm::Function::ExternalLinkage, name, m_);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(c, "entry", fn_));
+  Value* item = b_.CreateBitCast(fn_->getArg(0), llvm::PointerType::getUnqual(item_t));
+  auto field = [&](int f) {
+    return b_.CreateLoad(item_t->getElementType(f), b_.CreateStructGEP(item_t, item, f));
+  };
+  Value* loads = field(0);
+  Value* prefetch = field(1);
+  idx_ = field(2);
+  c0_ = field(3);
+  n_ = field(4);
+  out_ = field(5);
+  if (p_.reduce) {
+    flags_ = field(6);
+    partials_ = field(7);
+    inits_ = field(8);
+    results_ = field(9);
+  }
+  const size_t nn = p_.nodes.size();
+  inv_.assign(nn, nullptr);
+  load_ptr_.assign(nn, nullptr);
+  pf_ptr_.assign(nn, nullptr);
+  int slot = 0;
+  for (size_t k = 0; k < nn; ++k) {
+    const LoopNode& n = p_.nodes[k];
+    if (n.kind != LoopNode::Kind::kLoad) continue;
+    load_ptr_[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, loads, b_.getInt64(slot)));
+    if (Prefetched(p_, n)) {
+      pf_ptr_[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, prefetch, b_.getInt64(slot)));
+    }
+    ++slot;
+  }
+  if (!EmitInvariants()) return false;
+  if (!(p_.reduce ? EmitReduce() : EmitElementwise())) return false;
+  b_.CreateRetVoid();
+  return !llvm::verifyFunction(*fn_, &llvm::errs());
+}
+
+// The process's JIT: one LLJIT for the host CPU, and the compiled programs.
+class Engine {
+ public:
+  static Engine& Get() {
+    static Engine* const e = new Engine();  // never destroyed: code stays valid
+    return *e;
+  }
+  bool ok() const { return jit_ != nullptr; }
+
+  LoopItemFn Compile(const LoopProgram& p, bool streaming) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string key = Signature(p, streaming, lanes_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    LoopItemFn fn = CompileLocked(p, streaming);
+    cache_.emplace(key, fn);
+    return fn;
+  }
+
+ private:
+  Engine() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      llvm::consumeError(jtmb.takeError());
+      return;
+    }
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    llvm::StringMap<bool> features;
+    llvm::sys::getHostCPUFeatures(features);
+    lanes_ = features.lookup("avx512f") ? 16 : features.lookup("avx2") ? 8 : 4;
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) {
+      llvm::consumeError(tm.takeError());
+      return;
+    }
+    tm_ = std::move(*tm);
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+    if (!jit) {
+      llvm::consumeError(jit.takeError());
+      return;
+    }
+    jit_ = std::move(*jit);
+  }
+
+  void Optimize(llvm::Module* m) {
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = false;  // the code is vectorised already
+    tuning.SLPVectorization = false;
+    tuning.LoopUnrolling = false;  // the loops are laid out as they should run
+    llvm::PassBuilder pb(tm_.get(), tuning);
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*m, mam);
+  }
+
+  LoopItemFn CompileLocked(const LoopProgram& p, bool streaming) {
+    if (!ok() || !Expressible(p)) return nullptr;
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    const std::string name = absl::StrCat("tpuoff_loop_", counter_++);
+    auto m = std::make_unique<llvm::Module>(name, *ctx);
+    m->setDataLayout(jit_->getDataLayout());
+    m->setTargetTriple(tm_->getTargetTriple().str());
+    ProgramCodegen gen(p, streaming, lanes_, m.get());
+    if (!gen.Emit(name)) return nullptr;
+    Optimize(m.get());
+    if (const char* dir = std::getenv("TPUOFF_JIT_DUMP")) {  // debugging: the optimised IR
+      std::error_code ec;
+      llvm::raw_fd_ostream out(absl::StrCat(dir, "/", name, ".ll"), ec);
+      if (!ec) m->print(out, nullptr);
+    }
+    if (llvm::Error e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m),
+                                                                       std::move(ctx)))) {
+      llvm::consumeError(std::move(e));
+      return nullptr;
+    }
+    auto sym = jit_->lookup(name);
+    if (!sym) {
+      llvm::consumeError(sym.takeError());
+      return nullptr;
+    }
+#if LLVM_VERSION_MAJOR >= 15
+    return reinterpret_cast<LoopItemFn>(sym->getValue());
+#else
+    return reinterpret_cast<LoopItemFn>(sym->getAddress());
+#endif
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  int lanes_ = 8;
+  int64_t counter_ = 0;
+  absl::flat_hash_map<std::string, LoopItemFn> cache_;
+};
+
+}  // namespace
+
+bool LoopJitAvailable() { return Engine::Get().ok(); }
+
+LoopItemFn CompileLoopJit(const LoopProgram& program, bool streaming_stores) {
+  Engine& e = Engine::Get();
+  if (!e.ok()) return nullptr;
+  return e.Compile(program, streaming_stores);
+}
+
+#endif  // TPUOFF_HAVE_JIT
+
+}  // namespace tpuoff::runtime
