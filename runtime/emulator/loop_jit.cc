@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -218,6 +220,7 @@ class ProgramCodegen {
     if (p_.nodes[a].invariant) return ops_.Widen(inv_[a], g.width);
     return g.vals[a];
   }
+  std::optional<Value*> EmitOp(const LoopNode& n, const std::function<Value*(int)>& arg);
   bool EmitInvariants();
   bool EmitNode(int k, Group* g);
   bool EmitGroup(Group* g);
@@ -275,6 +278,24 @@ Value* ProgramCodegen::Loop(Value* start, const std::function<Value*(Value*)>& c
   return i;
 }
 
+// The node kinds computed alike on invariant scalars and on vectors of
+// elements: `arg(a)` is operand a's value. nullopt: a kind this function
+// does not emit, or an op the JIT does not express.
+std::optional<Value*> ProgramCodegen::EmitOp(const LoopNode& n,
+                                             const std::function<Value*(int)>& arg) {
+  switch (n.kind) {
+    case LoopNode::Kind::kUnary: return ops_.Unary(n.opcode, n.type, arg(0));
+    case LoopNode::Kind::kBinary: return ops_.Binary(n.opcode, n.type, arg(0), arg(1));
+    case LoopNode::Kind::kCompare:
+      return ops_.Compare(n.direction, n.total_order, p_.nodes[n.args[0]].type, arg(0), arg(1));
+    case LoopNode::Kind::kConvert: return ops_.Convert(p_.nodes[n.args[0]].type, n.type, arg(0));
+    case LoopNode::Kind::kIsFinite: return ops_.IsFinite(arg(0));
+    case LoopNode::Kind::kSelect: return b_.CreateSelect(arg(0), arg(1), arg(2));
+    case LoopNode::Kind::kClamp: return ops_.Clamp(n.type, arg(0), arg(1), arg(2));
+    default: return std::nullopt;
+  }
+}
+
 bool ProgramCodegen::EmitInvariants() {
   const int64_t rank = p_.shape.rank();
   hot_.assign(p_.nodes.size(), nullptr);
@@ -305,35 +326,12 @@ bool ProgramCodegen::EmitInvariants() {
         v = ops_.IotaValue(n.type, at);
         break;
       }
-      case LoopNode::Kind::kUnary: {
-        auto r = ops_.Unary(n.opcode, n.type, arg(0));
+      default: {
+        // kIotaEq and kExpShift never are invariant.
+        std::optional<Value*> r = EmitOp(n, arg);
         if (!r) return false;
         v = *r;
-        break;
       }
-      case LoopNode::Kind::kBinary: {
-        auto r = ops_.Binary(n.opcode, n.type, arg(0), arg(1));
-        if (!r) return false;
-        v = *r;
-        break;
-      }
-      case LoopNode::Kind::kCompare: {
-        auto r = ops_.Compare(n.direction, n.total_order, p_.nodes[n.args[0]].type, arg(0),
-                              arg(1));
-        if (!r) return false;
-        v = *r;
-        break;
-      }
-      case LoopNode::Kind::kConvert: {
-        auto r = ops_.Convert(p_.nodes[n.args[0]].type, n.type, arg(0));
-        if (!r) return false;
-        v = *r;
-        break;
-      }
-      case LoopNode::Kind::kIsFinite: v = ops_.IsFinite(arg(0)); break;
-      case LoopNode::Kind::kSelect: v = b_.CreateSelect(arg(0), arg(1), arg(2)); break;
-      case LoopNode::Kind::kClamp: v = ops_.Clamp(n.type, arg(0), arg(1), arg(2)); break;
-      default: return false;  // kIotaEq, kExpShift never are invariant
     }
     inv_[k] = v;
   }
@@ -385,33 +383,11 @@ bool ProgramCodegen::EmitNode(int k, Group* g) {
       v = ops_.Exp(b_.CreateFSub(arg(0), ops_.Widen(s, w)));
       break;
     }
-    case LoopNode::Kind::kUnary: {
-      auto r = ops_.Unary(n.opcode, n.type, arg(0));
+    default: {
+      std::optional<Value*> r = EmitOp(n, arg);
       if (!r) return false;
       v = *r;
-      break;
     }
-    case LoopNode::Kind::kBinary: {
-      auto r = ops_.Binary(n.opcode, n.type, arg(0), arg(1));
-      if (!r) return false;
-      v = *r;
-      break;
-    }
-    case LoopNode::Kind::kCompare: {
-      auto r = ops_.Compare(n.direction, n.total_order, p_.nodes[n.args[0]].type, arg(0), arg(1));
-      if (!r) return false;
-      v = *r;
-      break;
-    }
-    case LoopNode::Kind::kConvert: {
-      auto r = ops_.Convert(p_.nodes[n.args[0]].type, n.type, arg(0));
-      if (!r) return false;
-      v = *r;
-      break;
-    }
-    case LoopNode::Kind::kIsFinite: v = ops_.IsFinite(arg(0)); break;
-    case LoopNode::Kind::kSelect: v = b_.CreateSelect(arg(0), arg(1), arg(2)); break;
-    case LoopNode::Kind::kClamp: v = ops_.Clamp(n.type, arg(0), arg(1), arg(2)); break;
   }
   g->vals[k] = v;
   return true;
