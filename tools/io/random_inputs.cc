@@ -245,9 +245,8 @@ inline float ScaledAt(const uint16_t* row, int64_t k, float scale) {
 // value at `chosen`: two passes over the row, the second in blocks that stay
 // in L1 (exps of a block, then their sums). The sums are f64 over eight
 // lanes, lane l adding the elements j with j % 8 == l in order and the last
-// v % 8 elements added to lane 0 (the order of the former single-pass
-// version, so the values are unchanged). `scaled` (may be null) receives the
-// row times `scale`.
+// v % 8 elements added to lane 0: the same order whatever the blocking.
+// `scaled` (may be null) receives the row times `scale`.
 template <typename Src>
 void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chosen,
             double* lse, float* chosen_value) {
@@ -276,11 +275,12 @@ void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chose
     for (; i + simd::kLanes <= len; i += simd::kLanes) {
       simd::Store(e + i, simd::ExpV(LoadScaled(row, b + i, vscale) - vmx));
     }
-    for (; i < len; ++i) {
-      float one[simd::kLanes];
-      for (float& f : one) f = mx;
-      one[0] = ScaledAt(row, b + i, scale);
-      e[i] = simd::ExpV(simd::Load(one) - vmx)[0];
+    if (i < len) {  // the row's last few values, one partial vector
+      float tail[simd::kLanes];
+      for (int l = 0; l < simd::kLanes; ++l) {
+        tail[l] = i + l < len ? ScaledAt(row, b + i + l, scale) : mx;
+      }
+      simd::StorePartial(e + i, simd::ExpV(simd::Load(tail) - vmx), len - i);
     }
     int64_t j = 0;
     for (; j + 8 <= len; j += 8) {
