@@ -213,13 +213,24 @@ void FillElements(void* dst, int64_t bytes, const void* value, int width, bool s
   const int64_t head = std::min<int64_t>(bytes, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
   std::memcpy(d, line, head);
   d += head;
+  if (streaming) {  // whole lines past the caches, without reading them first
 #if defined(__AVX512F__)
-  if (streaming) {
     const __m512i v = _mm512_load_si512(line);
     for (; d + 64 <= end; d += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), v);
+#elif defined(__AVX__)
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(line));
+    for (; d + 64 <= end; d += 64) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d), v);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d) + 1, v);
+    }
+#else
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(line));
+    for (; d + 64 <= end; d += 64) {
+      for (int k = 0; k < 4; ++k) _mm_stream_si128(reinterpret_cast<__m128i*>(d) + k, v);
+    }
+#endif
     _mm_sfence();
   }
-#endif
   for (; d + 64 <= end; d += 64) std::memcpy(d, line, 64);
   std::memcpy(d, line, end - d);
 }

@@ -188,8 +188,10 @@ std::string Signature(const LoopProgram& p, bool streaming, int lanes) {
 // Emits the item function of one program.
 class ProgramCodegen {
  public:
-  ProgramCodegen(const LoopProgram& p, bool streaming, int lanes, llvm::Module* m)
-      : p_(p), streaming_(streaming), lanes_(lanes), m_(m), b_(m->getContext()),
+  ProgramCodegen(const LoopProgram& p, bool streaming, int lanes, int register_lanes,
+                 llvm::Module* m)
+      : p_(p), streaming_(streaming), lanes_(lanes), register_lanes_(register_lanes), m_(m),
+        b_(m->getContext()),
         ops_(&b_, simd::kFusedMultiplyAdd) {}
 
   bool Emit(const std::string& name);
@@ -236,6 +238,7 @@ class ProgramCodegen {
   const LoopProgram& p_;
   bool streaming_;
   int lanes_;
+  int register_lanes_;  // f32 lanes of one vector register of this CPU
   llvm::Module* m_;
   llvm::IRBuilder<> b_;
   OpEmitter ops_;
@@ -428,16 +431,43 @@ void ProgramCodegen::Prefetch(Value* i) {
   }
 }
 
+// Vector registers one value of `width` f32 lanes takes.
+int RegistersFor(int width, int register_lanes) {
+  return std::max(1, width / register_lanes);
+}
+
+// Accumulator vectors of a reduce's pass over an item: every output's
+// accumulators for the lane groups of the pass stay in at most half the
+// vector registers (16 with AVX2 and SSE, 32 with AVX-512), the rest for
+// the node graph's values.
+int AccumulatorBudget(int register_lanes) { return register_lanes >= 16 ? 16 : 8; }
+
 // Element i of an item folds into lane i mod kFoldLanes, in element order.
-// The whole groups of kFoldLanes elements are folded lane group by lane
-// group (W lanes; every output's accumulator for that lane group in a
-// register, the item's groups read with a stride of kFoldLanes elements,
-// from L1 after the first pass), so only one accumulator per output is
-// live however many outputs the program has; the rest a vector and then
-// an element at a time on the lanes in memory.
+// The whole groups of kFoldLanes elements are folded a few lane groups per
+// pass: one pass reads the item once, with every output's accumulators for
+// those lane groups in registers (independent chains, so a reducer's
+// latency does not bound the loop); programs with many outputs take several
+// passes (the item from L1 after the first). A lane group is two vector
+// registers wide where the budget allows: the two halves' chains then share
+// one basic block (exp's rare-range branch, one per group, would otherwise
+// keep the scheduler from interleaving them). The rest a vector and then an
+// element at a time on the lanes in memory.
 bool ProgramCodegen::EmitReduce() {
   const size_t nout = p_.reduce_outputs.size();
-  const int groups = kFoldLanes / lanes_;
+  const int budget = AccumulatorBudget(register_lanes_);
+  const int out_count = static_cast<int>(nout);
+  // gw: IR lanes of one lane group; per_pass: lane groups of one pass.
+  int gw = lanes_;
+  if (2 * lanes_ <= kFoldLanes &&
+      out_count * RegistersFor(2 * lanes_, register_lanes_) <= budget) {
+    gw = 2 * lanes_;
+  }
+  const int groups = kFoldLanes / gw;
+  int per_pass = 1;
+  while (per_pass * 2 <= groups &&
+         per_pass * 2 * out_count * RegistersFor(gw, register_lanes_) <= budget) {
+    per_pass *= 2;
+  }
   std::vector<Value*> acc_ptr(nout);
   for (size_t o = 0; o < nout; ++o) {
     acc_ptr[o] = BytePtr(out_, b_.getInt64(static_cast<int64_t>(o) * kLoopBlock * 8));
@@ -449,15 +479,18 @@ bool ProgramCodegen::EmitReduce() {
   Value* full = b_.CreateAnd(n_, b_.getInt64(~int64_t{kFoldLanes - 1}));
   llvm::LLVMContext& c = b_.getContext();
   bool ok = true;
-  for (int j = 0; j < groups; ++j) {
-    const int64_t lane0 = int64_t{j} * lanes_;
-    std::vector<Value*> acc(nout);
+  for (int j0 = 0; j0 < groups; j0 += per_pass) {
+    // acc[g * nout + o]: output o's accumulator for lane group j0 + g.
+    std::vector<Value*> acc(per_pass * nout);
     Value* init = b_.CreateICmpNE(b_.CreateAnd(flags_, b_.getInt64(kJitInitLanes)),
                                   b_.getInt64(0));
-    for (size_t o = 0; o < nout; ++o) {
-      const LoopReduceOutput& ro = p_.reduce_outputs[o];
-      Value* kept = LoadAt(Shaped(Ty(ro.type), lanes_), lane_ptr(o, b_.getInt64(lane0)));
-      acc[o] = b_.CreateSelect(init, ops_.Widen(Identity(ro), lanes_), kept);
+    for (int g = 0; g < per_pass; ++g) {
+      for (size_t o = 0; o < nout; ++o) {
+        const LoopReduceOutput& ro = p_.reduce_outputs[o];
+        Value* kept = LoadAt(Shaped(Ty(ro.type), gw),
+                             lane_ptr(o, b_.getInt64(int64_t{j0 + g} * gw)));
+        acc[g * nout + o] = b_.CreateSelect(init, ops_.Widen(Identity(ro), gw), kept);
+      }
     }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* head = llvm::BasicBlock::Create(c, "rhead", fn_);
@@ -467,27 +500,35 @@ bool ProgramCodegen::EmitReduce() {
     b_.SetInsertPoint(head);
     llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
     i->addIncoming(b_.getInt64(0), pre);
-    std::vector<llvm::PHINode*> phis(nout);
-    for (size_t o = 0; o < nout; ++o) {
-      phis[o] = b_.CreatePHI(acc[o]->getType(), 2);
-      phis[o]->addIncoming(acc[o], pre);
+    std::vector<llvm::PHINode*> phis(acc.size());
+    for (size_t a = 0; a < acc.size(); ++a) {
+      phis[a] = b_.CreatePHI(acc[a]->getType(), 2);
+      phis[a]->addIncoming(acc[a], pre);
     }
     b_.CreateCondBr(b_.CreateICmpSLT(i, full), loop, done);
     b_.SetInsertPoint(loop);
-    if (j == 0) Prefetch(i);  // the first pass brings the item's lines in
-    Group g;
-    g.width = lanes_;
-    g.i = b_.CreateAdd(i, b_.getInt64(lane0));
-    if (!EmitGroup(&g)) return false;
-    std::vector<Value*> next(nout);
-    for (size_t o = 0; o < nout; ++o) next[o] = FoldValue(p_.reduce_outputs[o], g, phis[o]);
+    if (j0 == 0) Prefetch(i);  // the first pass brings the item's lines in
+    std::vector<Value*> next(acc.size());
+    for (int g = 0; g < per_pass; ++g) {
+      Group grp;
+      grp.width = gw;
+      grp.i = b_.CreateAdd(i, b_.getInt64(int64_t{j0 + g} * gw));
+      if (!EmitGroup(&grp)) return false;
+      for (size_t o = 0; o < nout; ++o) {
+        next[g * nout + o] = FoldValue(p_.reduce_outputs[o], grp, phis[g * nout + o]);
+      }
+    }
     i->addIncoming(b_.CreateAdd(i, b_.getInt64(kFoldLanes)), b_.GetInsertBlock());
-    for (size_t o = 0; o < nout; ++o) phis[o]->addIncoming(next[o], b_.GetInsertBlock());
+    for (size_t a = 0; a < acc.size(); ++a) phis[a]->addIncoming(next[a], b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(done);
-    for (size_t o = 0; o < nout; ++o) {
-      b_.CreateAlignedStore(phis[o], TypedPtr(lane_ptr(o, b_.getInt64(lane0)), phis[o]->getType()),
-                            llvm::MaybeAlign(1));
+    for (int g = 0; g < per_pass; ++g) {
+      for (size_t o = 0; o < nout; ++o) {
+        llvm::PHINode* phi = phis[g * nout + o];
+        b_.CreateAlignedStore(
+            phi, TypedPtr(lane_ptr(o, b_.getInt64(int64_t{j0 + g} * gw)), phi->getType()),
+            llvm::MaybeAlign(1));
+      }
     }
   }
   auto fold_in_memory = [&](int width) {
@@ -604,7 +645,7 @@ bool ProgramCodegen::EmitElementwise() {
       const int64_t bytes = width * ow;
       llvm::StoreInst* st = b_.CreateAlignedStore(
           v, TypedPtr(BytePtr(out_, b_.CreateMul(at, b_.getInt64(ow))), t),
-          llvm::MaybeAlign(nontemporal ? bytes : 1));
+          llvm::MaybeAlign(nontemporal ? std::min<int64_t>(bytes, 64) : 1));
       if (nontemporal) {
         st->setMetadata(llvm::LLVMContext::MD_nontemporal,
                         llvm::MDNode::get(b_.getContext(),
@@ -627,13 +668,19 @@ bool ProgramCodegen::EmitElementwise() {
         1, store_group(1, false));
   }
   const bool nt = streaming_ && lanes_ * ow <= 64;
-  const int groups = kFoldLanes / lanes_;
+  // Four vectors per group in the loop over whole kFoldLanes runs: their
+  // chains share a basic block (see EmitReduce; at the seed shape's
+  // backward on AVX2, 1.14 -> 0.82 ns per element from L1, eight spill);
+  // streamed stores start 64-byte aligned and stay so (every width is a
+  // power of two).
+  const int pair = std::min<int>(4 * lanes_, kFoldLanes);
+  const int groups = kFoldLanes / pair;
   i = Loop(
       i, [&](Value* x) { return b_.CreateICmpSLE(b_.CreateAdd(x, b_.getInt64(kFoldLanes)), n_); },
       kFoldLanes, [&](Value* x) {
         Prefetch(x);
         for (int j = 0; j < groups; ++j) {
-          store_group(lanes_, nt)(b_.CreateAdd(x, b_.getInt64(int64_t{j} * lanes_)));
+          store_group(pair, nt)(b_.CreateAdd(x, b_.getInt64(int64_t{j} * pair)));
         }
       });
   i = Loop(
@@ -724,6 +771,7 @@ class Engine {
     llvm::StringMap<bool> features;
     llvm::sys::getHostCPUFeatures(features);
     lanes_ = features.lookup("avx512f") ? 16 : features.lookup("avx2") ? 8 : 4;
+    register_lanes_ = lanes_;
     // Tests: TPUOFF_JIT_LANES=4|8|16 emits another width's code (LLVM
     // legalises wider vectors for this CPU), so the 16-lane code of an
     // AVX-512 machine is checked on an AVX2 one too.
@@ -770,7 +818,7 @@ class Engine {
     auto m = std::make_unique<llvm::Module>(name, *ctx);
     m->setDataLayout(jit_->getDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
-    ProgramCodegen gen(p, streaming, lanes_, m.get());
+    ProgramCodegen gen(p, streaming, lanes_, register_lanes_, m.get());
     if (!gen.Emit(name)) return nullptr;
     Optimize(m.get());
     if (const char* dir = std::getenv("TPUOFF_JIT_DUMP")) {  // debugging: the optimised IR
@@ -799,6 +847,7 @@ class Engine {
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   int lanes_ = 8;
+  int register_lanes_ = 8;
   int64_t counter_ = 0;
   absl::flat_hash_map<std::string, LoopItemFn> cache_;
 };
