@@ -18,13 +18,28 @@ const char* VectorIsaName() {
   return "sse";
 }
 
-void Exp(const float* x, float* y, int64_t n) { Apply<ExpV>(x, y, n); }
+void Exp(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    VF e0, e1;
+    ExpV2(Load(x + i), Load(x + i + kLanes), &e0, &e1);
+    Store(y + i, e0);
+    Store(y + i + kLanes, e1);
+  }
+  Apply<ExpV>(x + i, y + i, n - i);
+}
 void Log(const float* x, float* y, int64_t n) { Apply<LogV>(x, y, n); }
 void Tanh(const float* x, float* y, int64_t n) { Apply<TanhV>(x, y, n); }
 
 void ExpShifted(const float* x, float shift, float* y, int64_t n) {
   const VF s = Splat(shift);
   int64_t i = 0;
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
+    VF e0, e1;
+    ExpV2(Load(x + i) - s, Load(x + i + kLanes) - s, &e0, &e1);
+    Store(y + i, e0);
+    Store(y + i + kLanes, e1);
+  }
   for (; i + kLanes <= n; i += kLanes) Store(y + i, ExpV(Load(x + i) - s));
   if (i < n) StorePartial(y + i, ExpV(LoadPartial(x + i, n - i, shift) - s), n - i);
 }

@@ -116,7 +116,15 @@ inline bool AllTrue(VI mask) {
 #endif
 }
 
-inline VF ExpV(VF x) {
+// exp's shared part: y = 2^r's polynomial on the reduced argument, n the
+// power of two, and whether every lane takes the fast path (below).
+struct ExpParts {
+  VF y;
+  VI ni;
+  bool fast;
+};
+
+inline ExpParts ExpReduce(VF x) {
   // n = round(x / ln2) with the 1.5 * 2^23 trick; its low bits hold n.
   const VF shifted = MulAdd(x, Splat(1.44269504088896341f), Splat(12582912.0f));
   const VF n = shifted - Splat(12582912.0f);
@@ -129,19 +137,22 @@ inline VF ExpV(VF x) {
   p = MulAdd(p, r, Splat(4.1665795894e-2f));
   p = MulAdd(p, r, Splat(1.6666665459e-1f));
   p = MulAdd(p, r, Splat(5.0000001201e-1f));
-  VF y = MulAdd(p, r * r, r) + Splat(1.0f);
+  const VF y = MulAdd(p, r * r, r) + Splat(1.0f);
   // y is in [0.7, 1.42]. With n in [-125, 127] in every lane, y * 2^n is a
   // normal float (x in about [-87, 88]), which adding n to y's exponent
   // gives exactly: the same value as the general path below. NaN, the
   // infinities and larger |x| all fall outside (their n is far off).
   const VI biased = ni + 125;
-  if (AllTrue((biased >= 0) & (biased <= 252))) {
-    return AsF(AsI(y) + (ni << 23));
-  }
+  return {y, ni, AllTrue((biased >= 0) & (biased <= 252))};
+}
+
+inline VF ExpFast(const ExpParts& e) { return AsF(AsI(e.y) + (e.ni << 23)); }
+
+inline VF ExpGeneral(VF x, const ExpParts& e) {
   // 2^n as two factors so subnormal results and overflow round once.
-  const VI n1 = ni >> 1;
-  const VI n2 = ni - n1;
-  y = y * AsF((n1 + 127) << 23);
+  const VI n1 = e.ni >> 1;
+  const VI n2 = e.ni - n1;
+  VF y = e.y * AsF((n1 + 127) << 23);
   y = y * AsF((n2 + 127) << 23);
   // Outside [-104, 89] n is out of range and y meaningless: exp(-104)
   // already rounds to 0 and exp(89) overflows. A NaN x is the result
@@ -149,6 +160,25 @@ inline VF ExpV(VF x) {
   y = Select(x < Splat(-104.0f), Splat(0.0f), y);
   y = Select(x > Splat(89.0f), Splat(__builtin_inff()), y);
   return Select(x != x, x, y);
+}
+
+inline VF ExpV(VF x) {
+  const ExpParts e = ExpReduce(x);
+  return e.fast ? ExpFast(e) : ExpGeneral(x, e);
+}
+
+// ExpV of two vectors, the same values, with one range test for both: the
+// two polynomial chains stay in one basic block, so the CPU overlaps them
+// (a branch per vector keeps compilers from interleaving them).
+inline void ExpV2(VF a, VF b, VF* ea, VF* eb) {
+  const ExpParts pa = ExpReduce(a), pb = ExpReduce(b);
+  if (pa.fast && pb.fast) {
+    *ea = ExpFast(pa);
+    *eb = ExpFast(pb);
+  } else {
+    *ea = pa.fast ? ExpFast(pa) : ExpGeneral(a, pa);
+    *eb = pb.fast ? ExpFast(pb) : ExpGeneral(b, pb);
+  }
 }
 
 inline VF LogV(VF x) {
