@@ -2,9 +2,10 @@
 // code with LLVM's ORC JIT. The block interpreter evaluates a program one
 // node at a time over blocks of up to kLoopBlock elements, storing every
 // intermediate block; a compiled program evaluates the whole node graph on
-// one vector register of elements at a time (16 f32 lanes with AVX-512, 8
-// with AVX2) and folds or stores the result straight away, as a hand-fused
-// loop would.
+// a few vector registers of elements at a time (16 f32 lanes each with
+// AVX-512, 8 with AVX2; two to four registers per step, so independent
+// chains overlap) and folds or stores the result straight away, as a
+// hand-fused loop would.
 //
 // A compiled program is a drop-in for the interpreter, bit for bit: it is
 // called for the same items (elements [c0, c0 + n) of one row of the
