@@ -388,6 +388,66 @@ TEST(ReduceWindowRun, RandomWindowsMatchTheMaterialisedReference) {
   EXPECT_GT(checked, 40);
 }
 
+// select-and-scatter (pooling's gradient): the f32 path with its tabled
+// window walk against the generic path (the same module in f64, which no
+// fast path takes), on random windows with overlaps, padding and ties
+// (small integers: sums exact in both), for every select direction.
+TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
+  std::mt19937 rng(11);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* dirs[] = {"GE", "GT", "LE", "LT"};
+  int checked = 0;
+  for (int trial = 0; trial < 48; ++trial) {
+    const int rank = pick(1, 4);
+    std::vector<int64_t> dims;
+    std::vector<WindowDimension> w(rank);
+    for (int d = 0; d < rank; ++d) {
+      dims.push_back(pick(1, 7));
+      w[d] = {pick(1, 3), pick(1, 3), pick(0, 2), pick(0, 2), 1, 1, false};
+    }
+    auto src_dims = hlo::WindowOutputDimensions(dims, w);
+    if (!src_dims.ok()) continue;
+    int64_t count = 1, src_count = 1;
+    for (int64_t d : dims) count *= d;
+    for (int64_t d : *src_dims) src_count *= d;
+    std::vector<double> x(count), g(src_count);
+    for (double& v : x) v = pick(-3, 3);  // many ties
+    for (double& v : g) v = pick(-9, 9);
+    auto shape = [](const std::string& t, const std::vector<int64_t>& d) {
+      std::string s = t + "[";
+      for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+      return s + "]";
+    };
+    const std::string dir = dirs[trial % 4];
+    auto module = [&](const std::string& t) {
+      return "HloModule sas\n"
+             "sel { a = " + t + "[] parameter(0) b = " + t + "[] parameter(1) ROOT c = pred[] "
+             "compare(a, b), direction=" + dir + " }\n"
+             "sum { p = " + t + "[] parameter(0) q = " + t + "[] parameter(1) ROOT r = " + t +
+             "[] add(p, q) }\n"
+             "ENTRY e { x = " + shape(t, dims) + " parameter(0) g = " + shape(t, *src_dims) +
+             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + shape(t, dims) +
+             " select-and-scatter(x, g, z), window=" + hlo::WindowToString(w) +
+             ", select=sel, scatter=sum }\n";
+    };
+    SCOPED_TRACE(module("f32"));
+    auto m32 = Parse(module("f32"));
+    auto m64 = Parse(module("f64"));
+    ASSERT_NE(m32, nullptr);
+    ASSERT_NE(m64, nullptr);
+    auto fast = RunModule(*m32, {F32(dims, x), F32(*src_dims, g)}, {});
+    auto generic = RunModule(*m64, {Lit(hlo::PrimitiveType::kF64, dims, x),
+                                    Lit(hlo::PrimitiveType::kF64, *src_dims, g)}, {});
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    ASSERT_TRUE(generic.ok()) << generic.status();
+    std::vector<double> want(count);
+    for (int64_t i = 0; i < count; ++i) want[i] = generic->outputs[0].GetAsDouble(i);
+    ExpectNear(fast->outputs[0], F32(dims, want), 0, "select-and-scatter");
+    ++checked;
+  }
+  EXPECT_GT(checked, 30);
+}
+
 TEST(ReduceWindowRun, JaxStridedTileMaxOverARaggedVocab) {
   // What XLA:CPU emits for a row max over V=70 in tiles of 32 (post-optimisation
   // JAX dumps): size=1x32, stride=1x32, the vocab padded 13 on both sides.

@@ -210,7 +210,10 @@ std::optional<hlo::ComparisonDirection> MatchFloatSelect(const hlo::HloComputati
 
 // select-and-scatter of f32 with a MatchFloatSelect select and an add
 // scatter (max/min pooling's gradient): the generic loop below with the
-// comparisons and sums done inline, in the same order (same results).
+// comparisons and sums done inline, in the same order (same results). The
+// operand offsets a window visits are tabled per dimension and source
+// index first (the same positions, tests and window-offset order as the
+// generic loop), so the window walk is a few table reads per element.
 template <hlo::ComparisonDirection kDir>
 void SelectAndScatterF32(const HloInstruction& instr, const float* op, const float* src,
                          float init, float* out) {
@@ -219,6 +222,7 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
   const int64_t rank = oshape.rank();
   const auto& win = instr.attrs().window;
   std::fill(out, out + oshape.num_elements(), init);
+  if (sshape.num_elements() == 0) return;
   std::vector<int64_t> ostrides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
   auto keep = [](float a, float b) {
@@ -227,26 +231,47 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
     if constexpr (kDir == hlo::ComparisonDirection::kLe) return a <= b;
     return a < b;
   };
-  std::vector<int64_t> sidx(rank, 0), widx(rank, 0);
-  for (int64_t s = 0; s < sshape.num_elements(); ++s) {
-    int64_t best = -1;
-    std::fill(widx.begin(), widx.end(), 0);
-    for (bool more = true; more;) {
-      int64_t flat = 0;
-      bool inside = true;
-      for (int64_t d = 0; d < rank && inside; ++d) {
-        const int64_t pos = sidx[d] * win[d].stride + widx[d] * win[d].window_dilation -
-                            win[d].padding_low;
-        if (pos < 0 || pos >= oshape.dimensions(d) || pos % win[d].base_dilation != 0) {
-          inside = false;
-        } else {
-          flat += (pos / win[d].base_dilation) * ostrides[d];
+  // offsets[d][begin[d][i] .. begin[d][i + 1]): the flat operand offsets
+  // (along d) that window offsets 0..size-1 of source index i reach.
+  std::vector<std::vector<int64_t>> offsets(rank), begin(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    for (int64_t i = 0; i < sshape.dimensions(d); ++i) {
+      begin[d].push_back(static_cast<int64_t>(offsets[d].size()));
+      for (int64_t k = 0; k < win[d].size; ++k) {
+        const int64_t pos = i * win[d].stride + k * win[d].window_dilation - win[d].padding_low;
+        if (pos >= 0 && pos < oshape.dimensions(d) && pos % win[d].base_dilation == 0) {
+          offsets[d].push_back((pos / win[d].base_dilation) * ostrides[d]);
         }
       }
-      if (inside && (best < 0 || !keep(op[best], op[flat]))) best = flat;
-      more = NextWindowOffset(win, &widx);
     }
-    if (best >= 0) out[best] = out[best] + src[s];
+    begin[d].push_back(static_cast<int64_t>(offsets[d].size()));
+  }
+  std::vector<int64_t> sidx(rank, 0), at(rank);
+  for (int64_t s = 0; s < sshape.num_elements(); ++s) {
+    // The window's valid offsets, row-major over the window (the last
+    // dimension fastest), as NextWindowOffset walks them.
+    bool empty = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      at[d] = begin[d][sidx[d]];
+      empty |= at[d] == begin[d][sidx[d] + 1];
+    }
+    if (!empty) {
+      int64_t best = -1;
+      for (bool more = true; more;) {
+        int64_t flat = 0;
+        for (int64_t d = 0; d < rank; ++d) flat += offsets[d][at[d]];
+        if (best < 0 || !keep(op[best], op[flat])) best = flat;
+        more = false;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          if (++at[d] < begin[d][sidx[d] + 1]) {
+            more = true;
+            break;
+          }
+          at[d] = begin[d][sidx[d]];
+        }
+      }
+      out[best] = out[best] + src[s];
+    }
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++sidx[d] < sshape.dimensions(d)) break;
       sidx[d] = 0;
