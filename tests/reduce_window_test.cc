@@ -10,6 +10,8 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "hlo/proto/proto_io.h"
 #include "hlo/ir/shape_inference.h"
 #include "hlo/text/text_printer.h"
@@ -43,6 +45,11 @@ argmax {
 
 std::string Module(const std::string& entry) {
   return std::string("HloModule rw\n") + kReducers + entry;
+}
+
+// "f32[2,3]" for element type `t` and `dims`.
+std::string ShapeText(const std::string& t, const std::vector<int64_t>& dims) {
+  return absl::StrCat(t, "[", absl::StrJoin(dims, ","), "]");
 }
 
 const HloInstruction* Find(const hlo::HloModule& m, HloOpcode op) {
@@ -367,14 +374,9 @@ TEST(ReduceWindowRun, RandomWindowsMatchTheMaterialisedReference) {
     if (!expected_dims.ok()) continue;  // padding made the base negative
     const std::vector<double> want = Reference(x, dims, w, max, &out_dims);
     ASSERT_EQ(*expected_dims, out_dims);
-    auto shape_str = [](const std::vector<int64_t>& d) {
-      std::string s = "f32[";
-      for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-      return s + "]";
-    };
-    const std::string entry = "ENTRY e { x = " + shape_str(dims) +
+    const std::string entry = "ENTRY e { x = " + ShapeText("f32", dims) +
                               " parameter(0) z = f32[] constant(" + (max ? "-inf" : "0") +
-                              ") ROOT r = " + shape_str(out_dims) + " reduce-window(x, z), window=" +
+                              ") ROOT r = " + ShapeText("f32", out_dims) + " reduce-window(x, z), window=" +
                               hlo::WindowToString(w) + ", to_apply=" + (max ? "max_f32" : "add_f32") +
                               " }";
     SCOPED_TRACE(entry);
@@ -413,11 +415,6 @@ TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
     std::vector<double> x(count), g(src_count);
     for (double& v : x) v = pick(-3, 3);  // many ties
     for (double& v : g) v = pick(-9, 9);
-    auto shape = [](const std::string& t, const std::vector<int64_t>& d) {
-      std::string s = t + "[";
-      for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-      return s + "]";
-    };
     const std::string dir = dirs[trial % 4];
     auto module = [&](const std::string& t) {
       return "HloModule sas\n"
@@ -425,8 +422,8 @@ TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
              "compare(a, b), direction=" + dir + " }\n"
              "sum { p = " + t + "[] parameter(0) q = " + t + "[] parameter(1) ROOT r = " + t +
              "[] add(p, q) }\n"
-             "ENTRY e { x = " + shape(t, dims) + " parameter(0) g = " + shape(t, *src_dims) +
-             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + shape(t, dims) +
+             "ENTRY e { x = " + ShapeText(t, dims) + " parameter(0) g = " + ShapeText(t, *src_dims) +
+             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + ShapeText(t, dims) +
              " select-and-scatter(x, g, z), window=" + hlo::WindowToString(w) +
              ", select=sel, scatter=sum }\n";
     };

@@ -20,12 +20,7 @@ const char* VectorIsaName() {
 
 void Exp(const float* x, float* y, int64_t n) {
   int64_t i = 0;
-  for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    VF e0, e1;
-    ExpV2(Load(x + i), Load(x + i + kLanes), &e0, &e1);
-    Store(y + i, e0);
-    Store(y + i + kLanes, e1);
-  }
+  for (; i + 2 * kLanes <= n; i += 2 * kLanes) StoreExpV2(Load(x + i), Load(x + i + kLanes), y + i);
   Apply<ExpV>(x + i, y + i, n - i);
 }
 void Log(const float* x, float* y, int64_t n) { Apply<LogV>(x, y, n); }
@@ -35,10 +30,7 @@ void ExpShifted(const float* x, float shift, float* y, int64_t n) {
   const VF s = Splat(shift);
   int64_t i = 0;
   for (; i + 2 * kLanes <= n; i += 2 * kLanes) {
-    VF e0, e1;
-    ExpV2(Load(x + i) - s, Load(x + i + kLanes) - s, &e0, &e1);
-    Store(y + i, e0);
-    Store(y + i + kLanes, e1);
+    StoreExpV2(Load(x + i) - s, Load(x + i + kLanes) - s, y + i);
   }
   for (; i + kLanes <= n; i += kLanes) Store(y + i, ExpV(Load(x + i) - s));
   if (i < n) StorePartial(y + i, ExpV(LoadPartial(x + i, n - i, shift) - s), n - i);

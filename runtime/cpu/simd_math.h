@@ -162,22 +162,22 @@ inline VF ExpGeneral(VF x, const ExpParts& e) {
   return Select(x != x, x, y);
 }
 
-inline VF ExpV(VF x) {
-  const ExpParts e = ExpReduce(x);
-  return e.fast ? ExpFast(e) : ExpGeneral(x, e);
-}
+inline VF ExpFinish(VF x, const ExpParts& e) { return e.fast ? ExpFast(e) : ExpGeneral(x, e); }
 
-// ExpV of two vectors, the same values, with one range test for both: the
-// two polynomial chains stay in one basic block, so the CPU overlaps them
-// (a branch per vector keeps compilers from interleaving them).
-inline void ExpV2(VF a, VF b, VF* ea, VF* eb) {
+inline VF ExpV(VF x) { return ExpFinish(x, ExpReduce(x)); }
+
+// ExpV of two vectors stored at y and y + kLanes, the same values, with one
+// range test for both: the two polynomial chains stay in one basic block,
+// so the CPU overlaps them (a branch per vector keeps compilers from
+// interleaving them).
+inline void StoreExpV2(VF a, VF b, float* y) {
   const ExpParts pa = ExpReduce(a), pb = ExpReduce(b);
   if (pa.fast && pb.fast) {
-    *ea = ExpFast(pa);
-    *eb = ExpFast(pb);
+    Store(y, ExpFast(pa));
+    Store(y + kLanes, ExpFast(pb));
   } else {
-    *ea = pa.fast ? ExpFast(pa) : ExpGeneral(a, pa);
-    *eb = pb.fast ? ExpFast(pb) : ExpGeneral(b, pb);
+    Store(y, ExpFinish(a, pa));
+    Store(y + kLanes, ExpFinish(b, pb));
   }
 }
 

@@ -222,7 +222,6 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
   const int64_t rank = oshape.rank();
   const auto& win = instr.attrs().window;
   std::fill(out, out + oshape.num_elements(), init);
-  if (sshape.num_elements() == 0) return;
   std::vector<int64_t> ostrides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
   auto keep = [](float a, float b) {

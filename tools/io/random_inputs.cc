@@ -273,11 +273,8 @@ void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chose
     const int64_t len = std::min(kBlock, v - b);
     int64_t i = 0;
     for (; i + 2 * simd::kLanes <= len; i += 2 * simd::kLanes) {
-      simd::VF e0, e1;
-      simd::ExpV2(LoadScaled(row, b + i, vscale) - vmx,
-                  LoadScaled(row, b + i + simd::kLanes, vscale) - vmx, &e0, &e1);
-      simd::Store(e + i, e0);
-      simd::Store(e + i + simd::kLanes, e1);
+      simd::StoreExpV2(LoadScaled(row, b + i, vscale) - vmx,
+                       LoadScaled(row, b + i + simd::kLanes, vscale) - vmx, e + i);
     }
     for (; i + simd::kLanes <= len; i += simd::kLanes) {
       simd::Store(e + i, simd::ExpV(LoadScaled(row, b + i, vscale) - vmx));
