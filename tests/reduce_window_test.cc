@@ -445,6 +445,142 @@ TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
   EXPECT_GT(checked, 30);
 }
 
+// Pooling over NHWC (the last dimension's window trivial): the emulator
+// folds a whole channel row per window position. Every output element must
+// still see its window in row-major order, so f32 sums of non-integer
+// values equal a float reference that adds in that order, bit for bit
+// (RunAllWays: 1 and 4 threads, fusion on and off, all equal). Shapes up to
+// [8,16,16,32] with 3x3 windows put the work over the threading threshold.
+TEST(ReduceWindowRun, ChannelRowsFoldInWindowOrder) {
+  std::mt19937 rng(23);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int trial = 0; trial < 24; ++trial) {
+    const int rank = pick(2, 4);
+    const bool large = trial % 6 == 5;
+    std::vector<int64_t> dims;
+    std::vector<WindowDimension> w(rank);
+    for (int d = 0; d + 1 < rank; ++d) {
+      dims.push_back(large ? (d == 0 ? 8 : 16) : pick(1, 9));
+      w[d] = {pick(1, 3), pick(1, 3), pick(0, 2), pick(0, 2), pick(1, 2), pick(1, 2), false};
+    }
+    dims.push_back(large ? 32 : pick(1, 11));
+    w[rank - 1] = {1, 1, 0, 0, 1, 1, false};
+    auto out_dims = hlo::WindowOutputDimensions(dims, w);
+    if (!out_dims.ok()) continue;
+    const bool max = trial % 2 == 1;
+    int64_t count = 1, out_count = 1;
+    for (int64_t d : dims) count *= d;
+    for (int64_t d : *out_dims) out_count *= d;
+    std::vector<float> x(count);
+    for (float& v : x) v = normal(rng);
+    // The float reference: window offsets row-major (last fastest), holes
+    // and padding skipped, each value folded into a float accumulator.
+    std::vector<double> want(out_count);
+    std::vector<int64_t> o(rank), k(rank);
+    for (int64_t flat = 0; flat < out_count; ++flat) {
+      for (int64_t d = rank - 1, rest = flat; d >= 0; --d) {
+        o[d] = rest % (*out_dims)[d];
+        rest /= (*out_dims)[d];
+      }
+      float acc = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+      std::fill(k.begin(), k.end(), 0);
+      while (true) {
+        int64_t in_flat = 0;
+        bool inside = true;
+        for (int d = 0; d < rank; ++d) {
+          const int64_t pos = o[d] * w[d].stride + k[d] * w[d].window_dilation - w[d].padding_low;
+          if (pos < 0 || pos > (dims[d] - 1) * w[d].base_dilation || pos % w[d].base_dilation) {
+            inside = false;
+            break;
+          }
+          in_flat = in_flat * dims[d] + pos / w[d].base_dilation;
+        }
+        if (inside) acc = max ? std::max(acc, x[in_flat]) : acc + x[in_flat];
+        int d = rank - 1;
+        for (; d >= 0; --d) {
+          if (++k[d] < w[d].size) break;
+          k[d] = 0;
+        }
+        if (d < 0) break;
+      }
+      want[flat] = acc;
+    }
+    const std::string entry = "ENTRY e { x = " + ShapeText("f32", dims) +
+                              " parameter(0) z = f32[] constant(" + (max ? "-inf" : "0") +
+                              ") ROOT r = " + ShapeText("f32", *out_dims) +
+                              " reduce-window(x, z), window=" + hlo::WindowToString(w) +
+                              ", to_apply=" + (max ? "max_f32" : "add_f32") + " }";
+    SCOPED_TRACE(entry);
+    auto m = Parse(Module(entry));
+    ASSERT_NE(m, nullptr);
+    std::vector<double> xd(x.begin(), x.end());
+    std::vector<Literal> got = RunAllWays(*m, {F32(dims, xd)});
+    ASSERT_EQ(got.size(), 1u);
+    ExpectNear(got[0], F32(*out_dims, want), 0, "channel rows");
+  }
+}
+
+// select-and-scatter over NHWC (max pooling's gradient): channel rows
+// selected together, and batch indices scattered on several threads when
+// the batch window cannot overlap. Against the generic path (f64), with 1
+// and 4 threads; batch windows that overlap (size 2 stride 1) and padded
+// ones take the one-thread walk and must agree too.
+TEST(ReduceWindowRun, SelectAndScatterChannelRowsAndBatchThreads) {
+  std::mt19937 rng(31);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const WindowDimension batch_windows[] = {
+      {1, 1, 0, 0, 1, 1, false}, {1, 2, 0, 0, 1, 1, false}, {2, 2, 0, 1, 1, 1, false},
+      {2, 1, 0, 0, 1, 1, false}, {1, 1, 1, 0, 1, 1, false}};
+  int checked = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<int64_t> dims = {pick(3, 10), pick(4, 14), pick(4, 14), pick(1, 12)};
+    std::vector<WindowDimension> w(4);
+    w[0] = batch_windows[trial % 5];
+    for (int d = 1; d < 3; ++d) w[d] = {pick(2, 3), pick(1, 2), pick(0, 1), pick(0, 1), 1, 1, false};
+    w[3] = {1, 1, 0, 0, 1, 1, false};
+    auto src_dims = hlo::WindowOutputDimensions(dims, w);
+    if (!src_dims.ok()) continue;
+    int64_t count = 1, src_count = 1;
+    for (int64_t d : dims) count *= d;
+    for (int64_t d : *src_dims) src_count *= d;
+    std::vector<double> x(count), g(src_count);
+    for (double& v : x) v = pick(-3, 3);  // many ties
+    for (double& v : g) v = pick(-9, 9);
+    const std::string dir = trial % 2 ? "GE" : "GT";
+    auto module = [&](const std::string& t) {
+      return "HloModule sas\n"
+             "sel { a = " + t + "[] parameter(0) b = " + t + "[] parameter(1) ROOT c = pred[] "
+             "compare(a, b), direction=" + dir + " }\n"
+             "sum { p = " + t + "[] parameter(0) q = " + t + "[] parameter(1) ROOT r = " + t +
+             "[] add(p, q) }\n"
+             "ENTRY e { x = " + ShapeText(t, dims) + " parameter(0) g = " + ShapeText(t, *src_dims) +
+             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + ShapeText(t, dims) +
+             " select-and-scatter(x, g, z), window=" + hlo::WindowToString(w) +
+             ", select=sel, scatter=sum }\n";
+    };
+    SCOPED_TRACE(module("f32"));
+    auto m32 = Parse(module("f32"));
+    auto m64 = Parse(module("f64"));
+    ASSERT_NE(m32, nullptr);
+    ASSERT_NE(m64, nullptr);
+    auto generic = RunModule(*m64, {Lit(hlo::PrimitiveType::kF64, dims, x),
+                                    Lit(hlo::PrimitiveType::kF64, *src_dims, g)}, {});
+    ASSERT_TRUE(generic.ok()) << generic.status();
+    std::vector<double> want(count);
+    for (int64_t i = 0; i < count; ++i) want[i] = generic->outputs[0].GetAsDouble(i);
+    for (int threads : {1, 4}) {
+      RunOptions opts;
+      opts.num_threads = threads;
+      auto fast = RunModule(*m32, {F32(dims, x), F32(*src_dims, g)}, opts);
+      ASSERT_TRUE(fast.ok()) << fast.status();
+      ExpectNear(fast->outputs[0], F32(dims, want), 0, "select-and-scatter rows");
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 15);
+}
+
 TEST(ReduceWindowRun, JaxStridedTileMaxOverARaggedVocab) {
   // What XLA:CPU emits for a row max over V=70 in tiles of 32 (post-optimisation
   // JAX dumps): size=1x32, stride=1x32, the vocab padded 13 on both sides.

@@ -93,14 +93,15 @@ absl::Status Annotate(const absl::Status& s, const ExecContext& ctx,
 }
 
 // Ops of ops_extra.h: operand and result leaves handed over as pointers.
-absl::Status RunExtraOp(const DeviceRun::FrameView& f, const HloInstruction& x) {
+absl::Status RunExtraOp(const DeviceRun::FrameView& f, const HloInstruction& x,
+                        int num_threads) {
   std::vector<const void*> in;
   std::vector<void*> out;
   for (const HloInstruction* o : x.operands()) {
     for (DeviceBuffer* b : f.Leaves(o)) in.push_back(b ? b->data : nullptr);
   }
   for (DeviceBuffer* b : f.Leaves(&x)) out.push_back(b ? b->data : nullptr);
-  return ExecuteExtraOp(x, in, out);
+  return ExecuteExtraOp(x, in, out, num_threads);
 }
 
 // Allocates the buffers `step` defines on the device; returns their bytes.
@@ -692,7 +693,7 @@ absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
     }
     case HloOpcode::kCustomCall:
       if (hlo::IsPassThrough(*x)) return absl::OkStatus();  // aliases its operand
-      return RunExtraOp(f, *x);
+      return RunExtraOp(f, *x, ctx.num_threads);
     case HloOpcode::kDomain:
       return absl::OkStatus();  // aliases its operand
     case HloOpcode::kRngGetAndUpdateState: {
@@ -707,7 +708,7 @@ absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
       return RngKernel(*x, f.Data(x->operand(0)), f.Data(x->operand(1)), state, f.Data(x));
     }
     default:
-      return RunExtraOp(f, *x);
+      return RunExtraOp(f, *x, ctx.num_threads);
   }
 }
 

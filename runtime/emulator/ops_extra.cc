@@ -81,14 +81,14 @@ absl::Status ReducePrecisionKernel(const HloInstruction& instr, const void* in, 
 }  // namespace
 
 absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const void*>& in,
-                            const std::vector<void*>& out) {
+                            const std::vector<void*>& out, int num_threads) {
   switch (instr.opcode()) {
     case HloOpcode::kSort:
       return SortKernel(instr, in, out);
     case HloOpcode::kTopK:
       return TopKKernel(instr, in[0], out[0], out[1]);
     case HloOpcode::kSelectAndScatter:
-      return SelectAndScatterKernel(instr, in[0], in[1], in[2], out[0]);
+      return SelectAndScatterKernel(instr, in[0], in[1], in[2], out[0], num_threads);
     case HloOpcode::kConvolution:
       return ConvolutionKernel(instr, in[0], in[1], out[0]);
     case HloOpcode::kReducePrecision:

@@ -19,17 +19,19 @@ namespace tpuoff::runtime {
 
 // Runs `instr` (an opcode or custom-call target the main executor does not
 // handle itself). UNIMPLEMENTED naming the opcode (or custom-call target)
-// for what the emulator cannot run.
+// for what the emulator cannot run. `num_threads`: host threads the op may
+// use (select-and-scatter's f32 path).
 absl::Status ExecuteExtraOp(const hlo::HloInstruction& instr,
                             const std::vector<const void*>& in,
-                            const std::vector<void*>& out);
+                            const std::vector<void*>& out, int num_threads = 1);
 
 absl::Status SortKernel(const hlo::HloInstruction& instr, absl::Span<const void* const> in,
                         absl::Span<void* const> out);
 absl::Status TopKKernel(const hlo::HloInstruction& instr, const void* in, void* values_out,
                         void* indices_out);
 absl::Status SelectAndScatterKernel(const hlo::HloInstruction& instr, const void* operand,
-                                    const void* source, const void* init, void* out);
+                                    const void* source, const void* init, void* out,
+                                    int num_threads = 1);
 absl::Status ConvolutionKernel(const hlo::HloInstruction& instr, const void* lhs,
                                const void* rhs, void* out);
 absl::Status FftKernel(const hlo::HloInstruction& instr, const void* in, void* out);

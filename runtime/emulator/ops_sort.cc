@@ -14,6 +14,7 @@
 #include "hlo/analysis/loop_fusion.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/ir/window.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/emulator/ops.h"
 #include "runtime/emulator/ops_extra.h"
 
@@ -214,14 +215,29 @@ std::optional<hlo::ComparisonDirection> MatchFloatSelect(const hlo::HloComputati
 // operand offsets a window visits are tabled per dimension and source
 // index first (the same positions, tests and window-offset order as the
 // generic loop), so the window walk is a few table reads per element.
+// When the last dimension's window is trivial (NHWC pooling: channels
+// untouched), a whole source row of the last dimension is selected at once
+// (each channel keeps its own best value and offset; the same tests in the
+// same order). Source indices along dimension 0 run in parallel when its
+// windows cannot overlap (each source index then writes only its own
+// operand positions, and every output element still receives its sums in
+// source order).
 template <hlo::ComparisonDirection kDir>
 void SelectAndScatterF32(const HloInstruction& instr, const float* op, const float* src,
-                         float init, float* out) {
+                         float init, float* out, int num_threads) {
   const Shape& oshape = instr.operand(0)->shape();
   const Shape& sshape = instr.operand(1)->shape();
   const int64_t rank = oshape.rank();
   const auto& win = instr.attrs().window;
-  std::fill(out, out + oshape.num_elements(), init);
+  ParallelFor(oshape.num_elements() >= (int64_t{1} << 16) ? num_threads : 1,
+              oshape.num_elements(), [&](int64_t b, int64_t e) {
+                std::fill(out + b, out + e, init);
+              });
+  if (sshape.num_elements() == 0) return;  // nothing scattered (and no row length)
+  if (rank == 0) {  // one window of one element
+    out[0] = out[0] + src[0];
+    return;
+  }
   std::vector<int64_t> ostrides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d) ostrides[d] = ostrides[d + 1] * oshape.dimensions(d + 1);
   auto keep = [](float a, float b) {
@@ -245,43 +261,82 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
     }
     begin[d].push_back(static_cast<int64_t>(offsets[d].size()));
   }
-  std::vector<int64_t> sidx(rank, 0), at(rank);
-  for (int64_t s = 0; s < sshape.num_elements(); ++s) {
-    // The window's valid offsets, row-major over the window (the last
-    // dimension fastest), as NextWindowOffset walks them.
-    bool empty = false;
-    for (int64_t d = 0; d < rank; ++d) {
-      at[d] = begin[d][sidx[d]];
-      empty |= at[d] == begin[d][sidx[d] + 1];
+  const auto& last = win[rank - 1];
+  const bool rows = last.size == 1 && last.stride == 1 && last.padding_low == 0 &&
+                    last.padding_high == 0 && last.base_dilation == 1 &&
+                    last.window_dilation == 1;
+  // Dimensions walked per item (all but the last with rows) and the items'
+  // row length.
+  const int64_t outer = rows ? rank - 1 : rank;
+  const int64_t row = rows ? sshape.dimensions(rank - 1) : 1;
+  // Windows along dimension 0 that never overlap: each source index reads
+  // a disjoint run of operand positions.
+  const auto& first = win[0];
+  const bool split = outer > 0 && first.size <= first.stride && first.padding_low == 0 &&
+                     first.base_dilation == 1 && first.window_dilation == 1;
+  const int64_t per_index = sshape.num_elements() / std::max<int64_t>(1, sshape.dimensions(0));
+  const int threads = split && sshape.num_elements() * (offsets[0].size() + 1) >= (int64_t{1} << 15)
+                          ? num_threads : 1;
+  ParallelFor(split ? threads : 1, split ? sshape.dimensions(0) : 1, [&](int64_t lo, int64_t hi) {
+    const int64_t s_begin = split ? lo * per_index : 0;
+    const int64_t s_end = split ? hi * per_index : sshape.num_elements();
+    std::vector<int64_t> sidx(std::max<int64_t>(outer, 1), 0), at(std::max<int64_t>(outer, 1));
+    for (int64_t d = outer - 1, rest = s_begin / row; d >= 0; --d) {
+      sidx[d] = rest % sshape.dimensions(d);
+      rest /= sshape.dimensions(d);
     }
-    if (!empty) {
-      int64_t best = -1;
-      for (bool more = true; more;) {
-        int64_t flat = 0;
-        for (int64_t d = 0; d < rank; ++d) flat += offsets[d][at[d]];
-        if (best < 0 || !keep(op[best], op[flat])) best = flat;
-        more = false;
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          if (++at[d] < begin[d][sidx[d] + 1]) {
-            more = true;
-            break;
+    std::vector<float> best_value(row);
+    std::vector<int64_t> best_at(row);
+    for (int64_t s = s_begin; s < s_end; s += row) {
+      // The window's valid offsets, row-major over the window (the last
+      // dimension fastest), as NextWindowOffset walks them.
+      bool empty = false;
+      for (int64_t d = 0; d < outer; ++d) {
+        at[d] = begin[d][sidx[d]];
+        empty |= at[d] == begin[d][sidx[d] + 1];
+      }
+      if (!empty) {
+        for (bool any = false, more = true; more; any = true) {
+          int64_t flat = 0;
+          for (int64_t d = 0; d < outer; ++d) flat += offsets[d][at[d]];
+          if (rows) {
+            const float* x = op + flat;
+            for (int64_t c = 0; c < row; ++c) {
+              const bool replace = !any || !keep(best_value[c], x[c]);
+              best_value[c] = replace ? x[c] : best_value[c];
+              best_at[c] = replace ? flat : best_at[c];
+            }
+          } else if (!any || !keep(best_value[0], op[flat])) {
+            best_value[0] = op[flat];
+            best_at[0] = flat;
           }
-          at[d] = begin[d][sidx[d]];
+          more = false;
+          for (int64_t d = outer - 1; d >= 0; --d) {
+            if (++at[d] < begin[d][sidx[d] + 1]) {
+              more = true;
+              break;
+            }
+            at[d] = begin[d][sidx[d]];
+          }
+        }
+        for (int64_t c = 0; c < row; ++c) {
+          const int64_t o = best_at[c] + (rows ? c : 0);
+          out[o] = out[o] + src[s + c];
         }
       }
-      out[best] = out[best] + src[s];
+      for (int64_t d = outer - 1; d >= 0; --d) {
+        if (++sidx[d] < sshape.dimensions(d)) break;
+        sidx[d] = 0;
+      }
     }
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++sidx[d] < sshape.dimensions(d)) break;
-      sidx[d] = 0;
-    }
-  }
+  });
 }
 
 }  // namespace
 
 absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* operand,
-                                    const void* source, const void* init, void* out) {
+                                    const void* source, const void* init, void* out,
+                                    int num_threads) {
   RETURN_IF_ERROR(CheckSlotTypes(instr));
   if (instr.operand(0)->shape().element_type() == PrimitiveType::kF32 &&
       instr.operand(1)->shape().element_type() == PrimitiveType::kF32 &&
@@ -294,16 +349,16 @@ absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* ope
       float* o = static_cast<float*>(out);
       switch (*dir) {
         case hlo::ComparisonDirection::kGe:
-          SelectAndScatterF32<hlo::ComparisonDirection::kGe>(instr, op, src, init_value, o);
+          SelectAndScatterF32<hlo::ComparisonDirection::kGe>(instr, op, src, init_value, o, num_threads);
           break;
         case hlo::ComparisonDirection::kGt:
-          SelectAndScatterF32<hlo::ComparisonDirection::kGt>(instr, op, src, init_value, o);
+          SelectAndScatterF32<hlo::ComparisonDirection::kGt>(instr, op, src, init_value, o, num_threads);
           break;
         case hlo::ComparisonDirection::kLe:
-          SelectAndScatterF32<hlo::ComparisonDirection::kLe>(instr, op, src, init_value, o);
+          SelectAndScatterF32<hlo::ComparisonDirection::kLe>(instr, op, src, init_value, o, num_threads);
           break;
         default:
-          SelectAndScatterF32<hlo::ComparisonDirection::kLt>(instr, op, src, init_value, o);
+          SelectAndScatterF32<hlo::ComparisonDirection::kLt>(instr, op, src, init_value, o, num_threads);
           break;
       }
       return absl::OkStatus();

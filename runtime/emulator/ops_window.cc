@@ -70,40 +70,97 @@ bool OutputWindow(int64_t o, const Shape& out_shape, const Shape& in_shape,
 // Below this many window reads in total, threads cost more than they save.
 constexpr int64_t kMinParallelWork = int64_t{1} << 16;
 
+// The input coordinates of every output position of one dimension, as
+// flat offsets (coordinate * stride of the dimension) in window order:
+// offsets[begin[o] .. begin[o + 1]) for output position o. Built once per
+// run (out_dim * window size entries), so the window walk is table reads.
+struct WindowTable {
+  std::vector<int64_t> begin, offsets;
+};
+
+WindowTable BuildWindowTable(const WindowDimension& w, int64_t base, int64_t out_dim,
+                             int64_t stride) {
+  WindowTable t;
+  std::vector<int64_t> coords;
+  t.begin.reserve(static_cast<size_t>(out_dim) + 1);
+  for (int64_t o = 0; o < out_dim; ++o) {
+    t.begin.push_back(static_cast<int64_t>(t.offsets.size()));
+    WindowCoordinates(w, base, o, &coords);
+    for (int64_t c : coords) t.offsets.push_back(c * stride);
+  }
+  t.begin.push_back(static_cast<int64_t>(t.offsets.size()));
+  return t;
+}
+
+// A dimension whose window reads exactly its own output position.
+bool TrivialWindow(const WindowDimension& w) {
+  return w.size == 1 && w.stride == 1 && w.padding_low == 0 && w.padding_high == 0 &&
+         w.base_dilation == 1 && w.window_dilation == 1;
+}
+
 // One f32 input folded with a plain add/multiply/max/min: the generic loop
-// below with the values read and combined inline (same order, same
-// results), not one load and one combine call per window element.
+// below with the values read and combined inline, in the same order (the
+// window row-major, the last dimension fastest; same results), the window
+// coordinates tabled per dimension and the output index stepped, not
+// divided out per element. When the last dimension's window is trivial
+// (pooling over NHWC: channels untouched), a whole row of the last
+// dimension is folded at once, each window position combining a vector of
+// contiguous inputs into the row (every element still sees its window in
+// the same order).
 template <class Op>
 void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_shape,
                      const Shape& out_shape, const std::vector<WindowDimension>& window,
                      const std::vector<int64_t>& in_strides, int threads) {
   const int64_t rank = in_shape.rank();
-  ParallelFor(threads, out_shape.num_elements(), [&](int64_t begin, int64_t end) {
-    std::vector<std::vector<int64_t>> coords(rank);
-    std::vector<int64_t> idx(rank), pick(rank);
-    for (int64_t o = begin; o < end; ++o) {
-      // Output multi-index, then each dimension's window coordinates.
-      const bool empty = !OutputWindow(o, out_shape, in_shape, window, &idx, &coords);
-      float acc = init;
-      if (!empty && rank > 0) {
-        // The last dimension innermost: its coordinates in a tight loop.
-        const std::vector<int64_t>& last = coords[rank - 1];
-        std::fill(pick.begin(), pick.end(), 0);
-        while (true) {
-          int64_t offset = 0;
-          for (int64_t d = 0; d + 1 < rank; ++d) offset += coords[d][pick[d]] * in_strides[d];
-          for (int64_t c : last) acc = Op::template Apply<float>(acc, in[offset + c]);
-          int64_t d = rank - 2;
-          for (; d >= 0; --d) {
-            if (++pick[d] < static_cast<int64_t>(coords[d].size())) break;
-            pick[d] = 0;
-          }
-          if (d < 0) break;
-        }
-      } else if (!empty) {
-        acc = Op::template Apply<float>(acc, in[0]);  // a scalar's only window element
+  if (rank == 0) {
+    out[0] = Op::template Apply<float>(init, in[0]);  // a scalar's only window element
+    return;
+  }
+  std::vector<WindowTable> tables;
+  for (int64_t d = 0; d < rank; ++d) {
+    tables.push_back(BuildWindowTable(window[d], in_shape.dimensions(d), out_shape.dimensions(d),
+                                      in_strides[d]));
+  }
+  const bool rows = TrivialWindow(window[rank - 1]);
+  // Outer dimensions walked per item: all but the last with rows (an item
+  // is a row of the last dimension), all of them otherwise.
+  const int64_t outer = rows ? rank - 1 : rank;
+  const int64_t row = rows ? out_shape.dimensions(rank - 1) : 1;
+  const int64_t items = out_shape.num_elements() / row;
+  ParallelFor(threads, items, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> idx(outer), at(outer);
+    for (int64_t d = outer - 1, rest = begin; d >= 0; --d) {
+      idx[d] = rest % out_shape.dimensions(d);
+      rest /= out_shape.dimensions(d);
+    }
+    for (int64_t item = begin; item < end; ++item) {
+      float* acc = out + item * row;
+      std::fill(acc, acc + row, init);
+      bool empty = false;
+      for (int64_t d = 0; d < outer; ++d) {
+        at[d] = tables[d].begin[idx[d]];
+        empty |= at[d] == tables[d].begin[idx[d] + 1];
       }
-      out[o] = acc;
+      while (!empty) {
+        int64_t offset = 0;
+        for (int64_t d = 0; d < outer; ++d) offset += tables[d].offsets[at[d]];
+        if (rows) {
+          const float* x = in + offset;
+          for (int64_t c = 0; c < row; ++c) acc[c] = Op::template Apply<float>(acc[c], x[c]);
+        } else {
+          acc[0] = Op::template Apply<float>(acc[0], in[offset]);
+        }
+        int64_t d = outer - 1;
+        for (; d >= 0; --d) {
+          if (++at[d] < tables[d].begin[idx[d] + 1]) break;
+          at[d] = tables[d].begin[idx[d]];
+        }
+        if (d < 0) break;
+      }
+      for (int64_t d = outer - 1; d >= 0; --d) {
+        if (++idx[d] < out_shape.dimensions(d)) break;
+        idx[d] = 0;
+      }
     }
   });
 }
