@@ -597,6 +597,17 @@ bool UsesStreamingStores(const LoopProgram& p) {
 }
 
 // Per-run state: the program, input pointers and dynamic offsets.
+// Slots of a row index (RowIndex): one per dimension (at least one) and
+// the row it holds.
+int64_t IndexSlots(int64_t rank) { return std::max<int64_t>(rank, 1) + 1; }
+
+// A fresh row index for a program of `rank`.
+std::vector<int64_t> NewIndex(int64_t rank) {
+  std::vector<int64_t> idx(IndexSlots(rank), 0);
+  idx.back() = -1;
+  return idx;
+}
+
 struct Evaluator {
   const LoopProgram& p;
   absl::Span<const void* const> inputs;
@@ -641,11 +652,26 @@ struct Evaluator {
     }
   }
 
+  // idx[0..rank-2] = the multi-index of `row`. idx[IndexSlots() - 1]
+  // remembers the row it holds (-1: none, as NewIndex leaves it): the same
+  // row again costs nothing and the next one steps the index (items run in
+  // row order; short rows such as NHWC channels would otherwise pay a
+  // division per dimension per few elements).
   void RowIndex(int64_t row, int64_t* idx) const {
-    for (int64_t d = rank - 2, r = row; d >= 0; --d) {
-      idx[d] = r % row_dims[d];
-      r /= row_dims[d];
+    int64_t& held = idx[IndexSlots(rank) - 1];
+    if (row == held) return;
+    if (held >= 0 && row == held + 1) {
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        if (++idx[d] < row_dims[d]) break;
+        idx[d] = 0;
+      }
+    } else {
+      for (int64_t d = rank - 2, r = row; d >= 0; --d) {
+        idx[d] = r % row_dims[d];
+        r /= row_dims[d];
+      }
     }
+    held = row;
   }
 
   // One item of the compiled program (reduce programs: `flags`, `partials`
@@ -1150,7 +1176,7 @@ void LoopExecution::Run(int num_threads) const {
     // stored, then copied over the output, streamed past the caches when
     // the output is far larger than them.
     uint8_t* scratch = ThreadScratch(ScratchBytes());
-    std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+    std::vector<int64_t> idx = NewIndex(p_.shape.rank());
     std::vector<uint8_t*> vals(p_.nodes.size());
     eval_->Eval(0, 0, 1, scratch, idx.data(), vals.data());
     alignas(16) uint8_t value[kMaxComputeWidth] = {};
@@ -1169,7 +1195,7 @@ void LoopExecution::Run(int num_threads) const {
   if (!p_.reduce) {
     ParallelFor(threads, rows_ * bpr_, [&](int64_t begin, int64_t end) {
       uint8_t* scratch = ThreadScratch(ScratchBytes());
-      std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+      std::vector<int64_t> idx = NewIndex(p_.shape.rank());
       std::vector<uint8_t*> vals(p_.nodes.size());
       for (int64_t item = begin; item < end; ++item) {
         const int64_t c0 = (item % bpr_) * kLoopBlock;
@@ -1183,7 +1209,7 @@ void LoopExecution::Run(int num_threads) const {
   std::vector<uint64_t> partials(std::max<int64_t>(segments_ * chunks_, 1) * nout);
   ParallelFor(threads, segments_ * chunks_, [&](int64_t begin, int64_t end) {
     uint8_t* scratch = ThreadScratch(ScratchBytes());
-    std::vector<int64_t> idx(std::max<int64_t>(p_.shape.rank(), 1));
+    std::vector<int64_t> idx = NewIndex(p_.shape.rank());
     std::vector<uint8_t*> vals(p_.nodes.size());
     for (int64_t task = begin; task < end; ++task) {
       ReduceChunk(task / chunks_, task % chunks_, scratch, idx.data(), vals.data(),
@@ -1199,7 +1225,7 @@ void LoopExecution::RunUnits(int64_t begin, int64_t end) const {
   thread_local std::vector<int64_t> idx;
   thread_local std::vector<uint8_t*> vals;
   thread_local std::vector<uint64_t> partials;
-  idx.resize(std::max<int64_t>(p_.shape.rank(), 1));
+  idx = NewIndex(p_.shape.rank());
   vals.resize(p_.nodes.size());
   uint8_t* scratch = ThreadScratch(ScratchBytes());
   if (!p_.reduce) {
