@@ -34,6 +34,10 @@ using hlo::Shape;
 // Rows of C per task: a fixed partition (results do not depend on the thread
 // count), large enough that Eigen packs each B panel for many rows.
 constexpr int64_t kDotRowBlock = 256;
+// Fewer row-block tasks than this also split the columns, in blocks of
+// kDotColBlock (a multiple of Eigen's 4- and 8-column kernels).
+constexpr int64_t kDotMinTasks = 4;
+constexpr int64_t kDotColBlock = 128;
 
 // Packs `s` permuted by `perm` (packed dim i = source dim perm[i]) into T.
 template <typename T>
@@ -267,32 +271,40 @@ absl::Status FloatDot(const HloInstruction& instr, const DotGeometry& g, const v
   return StoreResult(acc_type, out_type, c, out, out_n);
 }
 
-// C[b] = A[b] * B[b] for [m, k] x [k, n] matrices, row blocks of C spread
-// over the emulator's pool (runtime/cpu/parallel.h: no OpenMP team whose
-// idle threads busy-wait between the many small dots of a loop); each
-// block's product is single-threaded, so results do not depend on the
-// thread count.
+// C[b] = A[b] * B[b] for [m, k] x [k, n] matrices, blocks of C spread over
+// the emulator's pool (runtime/cpu/parallel.h: no OpenMP team whose idle
+// threads busy-wait between the many small dots of a loop): row blocks of
+// kDotRowBlock, and when they are too few to share (an RNN step's [16, K]
+// x [K, N]) column blocks of kDotColBlock too. The grid is a function of
+// the shape and each block's product is single-threaded, so results do
+// not depend on the thread count.
 template <typename T>
 void MatMul(const DotGeometry& g, const Operand<T>& a, const Operand<T>& b, T* c, int threads) {
   using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
   using Stride = Eigen::OuterStride<>;
   const int64_t blocks = (g.m + kDotRowBlock - 1) / kDotRowBlock;
-  const int64_t tasks = g.batch * blocks;
+  const int64_t col_blocks = g.batch * blocks < kDotMinTasks && g.n >= 2 * kDotColBlock
+                                 ? (g.n + kDotColBlock - 1) / kDotColBlock
+                                 : 1;
+  const int64_t col_block = col_blocks == 1 ? g.n : kDotColBlock;
+  const int64_t tasks = g.batch * blocks * col_blocks;
   const int nt = g.batch * g.m * g.n * g.k < (1 << 18) ? 1 : std::max(1, threads);
   ParallelFor(nt, tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t bi = t / blocks;
-      const int64_t r0 = (t % blocks) * kDotRowBlock;
+      const int64_t bi = t / (blocks * col_blocks);
+      const int64_t r0 = (t / col_blocks % blocks) * kDotRowBlock;
+      const int64_t n0 = t % col_blocks * col_block;
       const int64_t rows = std::min(kDotRowBlock, g.m - r0);
-      Eigen::Map<RowMat> C(c + (bi * g.m + r0) * g.n, rows, g.n);
+      const int64_t cols = std::min(col_block, g.n - n0);
+      Eigen::Map<RowMat, 0, Stride> C(c + (bi * g.m + r0) * g.n + n0, rows, cols, Stride(g.n));
       const T* ab = a.data + bi * g.m * g.k;
       const T* bb = b.data + bi * g.k * g.n;
       auto times_b = [&](const auto& A) {
         if (b.col_major) {
-          C.noalias() = A * Eigen::Map<const ColMat>(bb, g.k, g.n);
+          C.noalias() = A * Eigen::Map<const ColMat>(bb + n0 * g.k, g.k, cols);
         } else {
-          C.noalias() = A * Eigen::Map<const RowMat>(bb, g.k, g.n);
+          C.noalias() = A * Eigen::Map<const RowMat, 0, Stride>(bb + n0, g.k, cols, Stride(g.n));
         }
       };
       if (a.col_major) {
