@@ -52,6 +52,48 @@ std::string ShapeText(const std::string& t, const std::vector<int64_t>& dims) {
   return absl::StrCat(t, "[", absl::StrJoin(dims, ","), "]");
 }
 
+// One random integer in [lo, hi] per element of `dims` (sums exact in f32
+// and f64; a narrow range gives many ties).
+std::vector<double> SmallIntegers(const std::vector<int64_t>& dims, int lo, int hi,
+                                  std::mt19937& rng) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  std::vector<double> v(count);
+  for (double& e : v) e = std::uniform_int_distribution<int>(lo, hi)(rng);
+  return v;
+}
+
+// A select-and-scatter module in element type `t`: select compares with
+// `dir`, scatter adds, init 0.5.
+std::string SelectAndScatterModule(const std::string& t, const std::string& dir,
+                                   const std::vector<int64_t>& dims,
+                                   const std::vector<int64_t>& src_dims,
+                                   const std::vector<WindowDimension>& w) {
+  return absl::StrCat(
+      "HloModule sas\nsel { a = ", t, "[] parameter(0) b = ", t,
+      "[] parameter(1) ROOT c = pred[] compare(a, b), direction=", dir, " }\nsum { p = ", t,
+      "[] parameter(0) q = ", t, "[] parameter(1) ROOT r = ", t, "[] add(p, q) }\nENTRY e { x = ",
+      ShapeText(t, dims), " parameter(0) g = ", ShapeText(t, src_dims), " parameter(1) z = ", t,
+      "[] constant(0.5) ROOT s = ", ShapeText(t, dims),
+      " select-and-scatter(x, g, z), window=", hlo::WindowToString(w),
+      ", select=sel, scatter=sum }\n");
+}
+
+// The generic path's select-and-scatter (the module in f64, which no fast
+// path takes) of operand `x` and source `g`, into `out`.
+void GenericSelectAndScatter(const std::string& dir, const std::vector<int64_t>& dims,
+                             const std::vector<int64_t>& src_dims,
+                             const std::vector<WindowDimension>& w, const std::vector<double>& x,
+                             const std::vector<double>& g, std::vector<double>* out) {
+  auto m64 = Parse(SelectAndScatterModule("f64", dir, dims, src_dims, w));
+  ASSERT_NE(m64, nullptr);
+  auto r = RunModule(*m64, {Lit(hlo::PrimitiveType::kF64, dims, x),
+                            Lit(hlo::PrimitiveType::kF64, src_dims, g)}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  out->resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) (*out)[i] = r->outputs[0].GetAsDouble(i);
+}
+
 const HloInstruction* Find(const hlo::HloModule& m, HloOpcode op) {
   for (const auto& c : m.computations()) {
     for (const auto& x : c->instructions()) {
@@ -409,36 +451,17 @@ TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
     }
     auto src_dims = hlo::WindowOutputDimensions(dims, w);
     if (!src_dims.ok()) continue;
-    int64_t count = 1, src_count = 1;
-    for (int64_t d : dims) count *= d;
-    for (int64_t d : *src_dims) src_count *= d;
-    std::vector<double> x(count), g(src_count);
-    for (double& v : x) v = pick(-3, 3);  // many ties
-    for (double& v : g) v = pick(-9, 9);
-    const std::string dir = dirs[trial % 4];
-    auto module = [&](const std::string& t) {
-      return "HloModule sas\n"
-             "sel { a = " + t + "[] parameter(0) b = " + t + "[] parameter(1) ROOT c = pred[] "
-             "compare(a, b), direction=" + dir + " }\n"
-             "sum { p = " + t + "[] parameter(0) q = " + t + "[] parameter(1) ROOT r = " + t +
-             "[] add(p, q) }\n"
-             "ENTRY e { x = " + ShapeText(t, dims) + " parameter(0) g = " + ShapeText(t, *src_dims) +
-             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + ShapeText(t, dims) +
-             " select-and-scatter(x, g, z), window=" + hlo::WindowToString(w) +
-             ", select=sel, scatter=sum }\n";
-    };
-    SCOPED_TRACE(module("f32"));
-    auto m32 = Parse(module("f32"));
-    auto m64 = Parse(module("f64"));
+    const std::vector<double> x = SmallIntegers(dims, -3, 3, rng);  // many ties
+    const std::vector<double> g = SmallIntegers(*src_dims, -9, 9, rng);
+    const std::string text = SelectAndScatterModule("f32", dirs[trial % 4], dims, *src_dims, w);
+    SCOPED_TRACE(text);
+    auto m32 = Parse(text);
     ASSERT_NE(m32, nullptr);
-    ASSERT_NE(m64, nullptr);
+    std::vector<double> want;
+    ASSERT_NO_FATAL_FAILURE(
+        GenericSelectAndScatter(dirs[trial % 4], dims, *src_dims, w, x, g, &want));
     auto fast = RunModule(*m32, {F32(dims, x), F32(*src_dims, g)}, {});
-    auto generic = RunModule(*m64, {Lit(hlo::PrimitiveType::kF64, dims, x),
-                                    Lit(hlo::PrimitiveType::kF64, *src_dims, g)}, {});
     ASSERT_TRUE(fast.ok()) << fast.status();
-    ASSERT_TRUE(generic.ok()) << generic.status();
-    std::vector<double> want(count);
-    for (int64_t i = 0; i < count; ++i) want[i] = generic->outputs[0].GetAsDouble(i);
     ExpectNear(fast->outputs[0], F32(dims, want), 0, "select-and-scatter");
     ++checked;
   }
@@ -541,34 +564,15 @@ TEST(ReduceWindowRun, SelectAndScatterChannelRowsAndBatchThreads) {
     w[3] = {1, 1, 0, 0, 1, 1, false};
     auto src_dims = hlo::WindowOutputDimensions(dims, w);
     if (!src_dims.ok()) continue;
-    int64_t count = 1, src_count = 1;
-    for (int64_t d : dims) count *= d;
-    for (int64_t d : *src_dims) src_count *= d;
-    std::vector<double> x(count), g(src_count);
-    for (double& v : x) v = pick(-3, 3);  // many ties
-    for (double& v : g) v = pick(-9, 9);
+    const std::vector<double> x = SmallIntegers(dims, -3, 3, rng);  // many ties
+    const std::vector<double> g = SmallIntegers(*src_dims, -9, 9, rng);
     const std::string dir = trial % 2 ? "GE" : "GT";
-    auto module = [&](const std::string& t) {
-      return "HloModule sas\n"
-             "sel { a = " + t + "[] parameter(0) b = " + t + "[] parameter(1) ROOT c = pred[] "
-             "compare(a, b), direction=" + dir + " }\n"
-             "sum { p = " + t + "[] parameter(0) q = " + t + "[] parameter(1) ROOT r = " + t +
-             "[] add(p, q) }\n"
-             "ENTRY e { x = " + ShapeText(t, dims) + " parameter(0) g = " + ShapeText(t, *src_dims) +
-             " parameter(1) z = " + t + "[] constant(0.5) ROOT s = " + ShapeText(t, dims) +
-             " select-and-scatter(x, g, z), window=" + hlo::WindowToString(w) +
-             ", select=sel, scatter=sum }\n";
-    };
-    SCOPED_TRACE(module("f32"));
-    auto m32 = Parse(module("f32"));
-    auto m64 = Parse(module("f64"));
+    const std::string text = SelectAndScatterModule("f32", dir, dims, *src_dims, w);
+    SCOPED_TRACE(text);
+    auto m32 = Parse(text);
     ASSERT_NE(m32, nullptr);
-    ASSERT_NE(m64, nullptr);
-    auto generic = RunModule(*m64, {Lit(hlo::PrimitiveType::kF64, dims, x),
-                                    Lit(hlo::PrimitiveType::kF64, *src_dims, g)}, {});
-    ASSERT_TRUE(generic.ok()) << generic.status();
-    std::vector<double> want(count);
-    for (int64_t i = 0; i < count; ++i) want[i] = generic->outputs[0].GetAsDouble(i);
+    std::vector<double> want;
+    ASSERT_NO_FATAL_FAILURE(GenericSelectAndScatter(dir, dims, *src_dims, w, x, g, &want));
     for (int threads : {1, 4}) {
       RunOptions opts;
       opts.num_threads = threads;
