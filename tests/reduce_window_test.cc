@@ -434,8 +434,9 @@ TEST(ReduceWindowRun, RandomWindowsMatchTheMaterialisedReference) {
 
 // select-and-scatter (pooling's gradient): the f32 path with its tabled
 // window walk against the generic path (the same module in f64, which no
-// fast path takes), on random windows with overlaps, padding and ties
-// (small integers: sums exact in both), for every select direction.
+// fast path takes), on random windows with overlaps, padding, window and
+// base dilation and ties (small integers: sums exact in both), for every
+// select direction.
 TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
   std::mt19937 rng(11);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -447,7 +448,7 @@ TEST(ReduceWindowRun, SelectAndScatterFastPathMatchesTheGenericOne) {
     std::vector<WindowDimension> w(rank);
     for (int d = 0; d < rank; ++d) {
       dims.push_back(pick(1, 7));
-      w[d] = {pick(1, 3), pick(1, 3), pick(0, 2), pick(0, 2), 1, 1, false};
+      w[d] = {pick(1, 3), pick(1, 3), pick(0, 2), pick(0, 2), pick(1, 2), pick(1, 2), false};
     }
     auto src_dims = hlo::WindowOutputDimensions(dims, w);
     if (!src_dims.ok()) continue;

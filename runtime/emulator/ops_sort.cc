@@ -17,6 +17,7 @@
 #include "runtime/cpu/parallel.h"
 #include "runtime/emulator/ops.h"
 #include "runtime/emulator/ops_extra.h"
+#include "runtime/emulator/ops_window.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -246,25 +247,16 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
     if constexpr (kDir == hlo::ComparisonDirection::kLe) return a <= b;
     return a < b;
   };
-  // offsets[d][begin[d][i] .. begin[d][i + 1]): the flat operand offsets
-  // (along d) that window offsets 0..size-1 of source index i reach.
-  std::vector<std::vector<int64_t>> offsets(rank), begin(rank);
+  // The flat operand offsets each source index's window reaches, per
+  // dimension (reduce-window's tables: the same positions and holes; the
+  // walk is in window-offset order, so no reversal).
+  std::vector<WindowTable> tables;
   for (int64_t d = 0; d < rank; ++d) {
-    for (int64_t i = 0; i < sshape.dimensions(d); ++i) {
-      begin[d].push_back(static_cast<int64_t>(offsets[d].size()));
-      for (int64_t k = 0; k < win[d].size; ++k) {
-        const int64_t pos = i * win[d].stride + k * win[d].window_dilation - win[d].padding_low;
-        if (pos >= 0 && pos < oshape.dimensions(d) && pos % win[d].base_dilation == 0) {
-          offsets[d].push_back((pos / win[d].base_dilation) * ostrides[d]);
-        }
-      }
-    }
-    begin[d].push_back(static_cast<int64_t>(offsets[d].size()));
+    hlo::WindowDimension w = win[d];
+    w.window_reversal = false;
+    tables.push_back(BuildWindowTable(w, oshape.dimensions(d), sshape.dimensions(d), ostrides[d]));
   }
-  const auto& last = win[rank - 1];
-  const bool rows = last.size == 1 && last.stride == 1 && last.padding_low == 0 &&
-                    last.padding_high == 0 && last.base_dilation == 1 &&
-                    last.window_dilation == 1;
+  const bool rows = TrivialWindow(win[rank - 1]);
   // Dimensions walked per item (all but the last with rows) and the items'
   // row length.
   const int64_t outer = rows ? rank - 1 : rank;
@@ -275,7 +267,7 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
   const bool split = outer > 0 && first.size <= first.stride && first.padding_low == 0 &&
                      first.base_dilation == 1 && first.window_dilation == 1;
   const int64_t per_index = sshape.num_elements() / std::max<int64_t>(1, sshape.dimensions(0));
-  const int threads = split && sshape.num_elements() * (offsets[0].size() + 1) >= (int64_t{1} << 15)
+  const int threads = split && sshape.num_elements() * (tables[0].offsets.size() + 1) >= (int64_t{1} << 15)
                           ? num_threads : 1;
   ParallelFor(split ? threads : 1, split ? sshape.dimensions(0) : 1, [&](int64_t lo, int64_t hi) {
     const int64_t s_begin = split ? lo * per_index : 0;
@@ -292,13 +284,13 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
       // dimension fastest), as NextWindowOffset walks them.
       bool empty = false;
       for (int64_t d = 0; d < outer; ++d) {
-        at[d] = begin[d][sidx[d]];
-        empty |= at[d] == begin[d][sidx[d] + 1];
+        at[d] = tables[d].begin[sidx[d]];
+        empty |= at[d] == tables[d].begin[sidx[d] + 1];
       }
       if (!empty) {
         for (bool any = false, more = true; more; any = true) {
           int64_t flat = 0;
-          for (int64_t d = 0; d < outer; ++d) flat += offsets[d][at[d]];
+          for (int64_t d = 0; d < outer; ++d) flat += tables[d].offsets[at[d]];
           if (rows) {
             const float* x = op + flat;
             for (int64_t c = 0; c < row; ++c) {
@@ -312,11 +304,11 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
           }
           more = false;
           for (int64_t d = outer - 1; d >= 0; --d) {
-            if (++at[d] < begin[d][sidx[d] + 1]) {
+            if (++at[d] < tables[d].begin[sidx[d] + 1]) {
               more = true;
               break;
             }
-            at[d] = begin[d][sidx[d]];
+            at[d] = tables[d].begin[sidx[d]];
           }
         }
         for (int64_t c = 0; c < row; ++c) {
@@ -392,7 +384,9 @@ absl::Status SelectAndScatterKernel(const HloInstruction& instr, const void* ope
       for (int64_t d = 0; d < rank && inside; ++d) {
         const int64_t pos = sidx[d] * win[d].stride + widx[d] * win[d].window_dilation -
                             win[d].padding_low;
-        if (pos < 0 || pos >= oshape.dimensions(d) * 1 || pos % win[d].base_dilation != 0) {
+        // Inside the base-dilated operand, and not in a dilation hole.
+        if (pos < 0 || pos > (oshape.dimensions(d) - 1) * win[d].base_dilation ||
+            pos % win[d].base_dilation != 0) {
           inside = false;
         } else {
           flat += (pos / win[d].base_dilation) * ostrides[d];

@@ -67,16 +67,7 @@ bool OutputWindow(int64_t o, const Shape& out_shape, const Shape& in_shape,
   return !empty;
 }
 
-// Below this many window reads in total, threads cost more than they save.
-constexpr int64_t kMinParallelWork = int64_t{1} << 16;
-
-// The input coordinates of every output position of one dimension, as
-// flat offsets (coordinate * stride of the dimension) in window order:
-// offsets[begin[o] .. begin[o + 1]) for output position o. Built once per
-// run (out_dim * window size entries), so the window walk is table reads.
-struct WindowTable {
-  std::vector<int64_t> begin, offsets;
-};
+}  // namespace
 
 WindowTable BuildWindowTable(const WindowDimension& w, int64_t base, int64_t out_dim,
                              int64_t stride) {
@@ -92,11 +83,15 @@ WindowTable BuildWindowTable(const WindowDimension& w, int64_t base, int64_t out
   return t;
 }
 
-// A dimension whose window reads exactly its own output position.
 bool TrivialWindow(const WindowDimension& w) {
   return w.size == 1 && w.stride == 1 && w.padding_low == 0 && w.padding_high == 0 &&
          w.base_dilation == 1 && w.window_dilation == 1;
 }
+
+namespace {
+
+// Below this many window reads in total, threads cost more than they save.
+constexpr int64_t kMinParallelWork = int64_t{1} << 16;
 
 // One f32 input folded with a plain add/multiply/max/min: the generic loop
 // below with the values read and combined inline, in the same order (the

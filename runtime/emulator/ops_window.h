@@ -3,11 +3,29 @@
 #ifndef TPUOFF_RUNTIME_EMULATOR_OPS_WINDOW_H_
 #define TPUOFF_RUNTIME_EMULATOR_OPS_WINDOW_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "hlo/ir/instruction.h"
+#include "hlo/ir/window.h"
 
 namespace tpuoff::runtime {
+
+// The input coordinates every output position of one dimension reads, as
+// flat offsets (coordinate * the dimension's stride) in window order:
+// offsets[begin[o] .. begin[o + 1]) for output position o. Padding and
+// base-dilation holes are left out, as in XLA.
+struct WindowTable {
+  std::vector<int64_t> begin, offsets;
+};
+// The table of window `w` over `base` input elements and `out_dim` output
+// positions (out_dim * w.size entries at most).
+WindowTable BuildWindowTable(const hlo::WindowDimension& w, int64_t base, int64_t out_dim,
+                             int64_t stride);
+// A dimension whose window reads exactly its own output position.
+bool TrivialWindow(const hlo::WindowDimension& w);
 
 // Variadic reduce-window: inputs[i] and inits[i] (scalars) per input,
 // outs[i] per result leaf. Window positions in padding or base-dilation
