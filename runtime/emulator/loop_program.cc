@@ -596,7 +596,6 @@ bool UsesStreamingStores(const LoopProgram& p) {
   return p.update && p.output_bytes >= kStreamingStoreBytes;
 }
 
-// Per-run state: the program, input pointers and dynamic offsets.
 // Slots of a row index (RowIndex): one per dimension (at least one) and
 // the row it holds.
 int64_t IndexSlots(int64_t rank) { return std::max<int64_t>(rank, 1) + 1; }
@@ -608,6 +607,7 @@ std::vector<int64_t> NewIndex(int64_t rank) {
   return idx;
 }
 
+// Per-run state: the program, input pointers and dynamic offsets.
 struct Evaluator {
   const LoopProgram& p;
   absl::Span<const void* const> inputs;

@@ -269,7 +269,7 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
   const int64_t per_index = sshape.num_elements() / std::max<int64_t>(1, sshape.dimensions(0));
   const int threads = split && sshape.num_elements() * (tables[0].offsets.size() + 1) >= (int64_t{1} << 15)
                           ? num_threads : 1;
-  ParallelFor(split ? threads : 1, split ? sshape.dimensions(0) : 1, [&](int64_t lo, int64_t hi) {
+  ParallelFor(threads, split ? sshape.dimensions(0) : 1, [&](int64_t lo, int64_t hi) {
     const int64_t s_begin = split ? lo * per_index : 0;
     const int64_t s_end = split ? hi * per_index : sshape.num_elements();
     std::vector<int64_t> sidx(std::max<int64_t>(outer, 1), 0), at(std::max<int64_t>(outer, 1));
