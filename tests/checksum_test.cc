@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "hlo/ir/float16.h"
 #include "hlo/ir/literal.h"
-#include "tools/io/output_writer.h"
+#include "tools/io/checksum.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -99,6 +99,50 @@ TEST(Checksum, IndependentOfThreadCountAndSensitiveToEveryBit) {
   }
 }
 
+// The hash in its defined form, one word at a time: per 1 MiB chunk 32
+// lanes of 32-bit FNV-1a (4-byte word w of the chunk in lane w % 32, a short
+// last word zero-padded), then the chunk's length and the lanes in order
+// through 64-bit FNV-1a; the chunks' hashes in order.
+uint64_t ReferenceHash(const uint8_t* p, int64_t size) {
+  constexpr uint64_t kOffset = 0xcbf29ce484222325ull, kPrime = 0x100000001b3ull;
+  constexpr uint32_t kOffset32 = 0x811c9dc5u, kPrime32 = 0x01000193u;
+  uint64_t h = kOffset;
+  for (int64_t begin = 0; begin < std::max<int64_t>(size, 1); begin += 1 << 20) {
+    const int64_t bytes = std::min<int64_t>(size - begin, 1 << 20);
+    uint32_t lane[32];
+    for (uint32_t& l : lane) l = kOffset32;
+    for (int64_t i = 0; i < bytes; i += 4) {
+      uint32_t w = 0;
+      std::memcpy(&w, p + begin + i, static_cast<size_t>(std::min<int64_t>(4, bytes - i)));
+      uint32_t& l = lane[(i / 4) % 32];
+      l = (l ^ w) * kPrime32;
+    }
+    uint64_t chunk = (kOffset ^ static_cast<uint64_t>(bytes)) * kPrime;
+    for (uint32_t l : lane) chunk = (chunk ^ l) * kPrime;
+    h = (h ^ chunk) * kPrime;
+  }
+  return h;
+}
+
+TEST(Checksum, HashFollowsTheDefinedLanes) {
+  // Sizes around the 128-byte block and the 1 MiB chunk, in three element
+  // types (the f32 and bf16 paths hash while they sum; s8 hashes alone).
+  for (int64_t size : {int64_t{0}, int64_t{5}, int64_t{128}, int64_t{200}, int64_t{(1 << 20) + 77},
+                       int64_t{(2 << 20) + 128 * 5 + 36}}) {
+    for (PrimitiveType t : {PrimitiveType::kS8, PrimitiveType::kBF16, PrimitiveType::kF32}) {
+      const int64_t width = t == PrimitiveType::kS8 ? 1 : t == PrimitiveType::kBF16 ? 2 : 4;
+      Literal lit(Shape(t, {size / width}));
+      uint64_t state = static_cast<uint64_t>(size) * 77 + width;
+      for (int64_t i = 0; i < lit.raw_size(); ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        lit.raw()[i] = static_cast<uint8_t>(state >> 56);
+      }
+      EXPECT_EQ(ComputeChecksum(lit).hash, ReferenceHash(lit.raw(), lit.raw_size()))
+          << "size " << size << " width " << width;
+    }
+  }
+}
+
 TEST(Checksum, ChunksAreNotInterchangeable) {
   // Two arrays with the same chunks in swapped order hash differently.
   const int64_t chunk_floats = (1 << 20) / 4;
@@ -113,8 +157,8 @@ TEST(Checksum, ChunksAreNotInterchangeable) {
   EXPECT_NE(ca.hash, cb.hash);
 }
 
-// The sums in their defined order: per 1 MiB chunk eight lanes (element i of
-// a whole group of eight in lane i % 8, the ragged tail in lane 0), the
+// The sums in their defined order: per 1 MiB chunk sixteen lanes (element i
+// of a whole group of sixteen in lane i % 16, the ragged tail in lane 0), the
 // lanes added in order into the chunk's sums, the chunks' sums added in
 // order; non-finite values left out.
 template <typename T>
@@ -125,16 +169,16 @@ void ReferenceSums(const T* v, int64_t n, double (*as_double)(T), double* sum,
   *abs_sum = 0;
   for (int64_t first = 0; first < n; first += per_chunk) {
     const int64_t len = std::min(per_chunk, n - first);
-    double s[8] = {}, a[8] = {};
+    double s[16] = {}, a[16] = {};
     for (int64_t i = 0; i < len; ++i) {
       const double x = as_double(v[first + i]);
       if (!std::isfinite(x)) continue;
-      const int lane = i < len / 8 * 8 ? static_cast<int>(i % 8) : 0;
+      const int lane = i < len / 16 * 16 ? static_cast<int>(i % 16) : 0;
       s[lane] += x;
       a[lane] += std::fabs(x);
     }
     double chunk_sum = 0, chunk_abs = 0;
-    for (int l = 0; l < 8; ++l) {
+    for (int l = 0; l < 16; ++l) {
       chunk_sum += s[l];
       chunk_abs += a[l];
     }

@@ -1,4 +1,4 @@
-// Naming, checksumming and writing a run's outputs: one .npy per result leaf
+// Naming, checksumming (tools/io/checksum.h) and writing a run's outputs: one .npy per result leaf
 // plus manifest.json, published atomically through a StagedDirectory.
 #ifndef TPUOFF_TOOLS_IO_OUTPUT_WRITER_H_
 #define TPUOFF_TOOLS_IO_OUTPUT_WRITER_H_
@@ -12,6 +12,7 @@
 #include "hlo/ir/literal.h"
 #include "tools/io/npy.h"
 #include "hlo/ir/module.h"
+#include "tools/io/checksum.h"
 #include "tools/io/staged_output.h"
 
 namespace tpuoff::tools {
@@ -22,25 +23,6 @@ namespace tpuoff::tools {
 std::vector<std::string> OutputNames(const hlo::HloModule& module,
                                      int64_t num_outputs);
 
-// Order-independent summary of an array literal, printed by `run` so results
-// can be compared at a glance: sums in double over the finite elements,
-// counts of NaN, +inf and -inf elements (so +inf and -inf never add up to a
-// NaN sum), and a hash of the raw bytes (bit-exactness): FNV-1a over 8-byte
-// words of each 1 MiB chunk, the chunks' hashes combined in order by
-// FNV-1a. Chunks are processed in parallel; results do not depend on the
-// thread count.
-struct Checksum {
-  double sum = 0;      // of the finite elements
-  double abs_sum = 0;  // of the finite elements
-  int64_t nan_count = 0;
-  int64_t pos_inf_count = 0;
-  int64_t neg_inf_count = 0;
-  uint64_t hash = 0;
-};
-Checksum ComputeChecksum(const hlo::Literal& literal);
-// "sum=... abs_sum=... hash=0123456789abcdef" (+ " nan=N", " +inf=N",
-// " -inf=N" when N > 0).
-std::string FormatChecksum(const Checksum& c);
 
 struct NamedOutput {
   std::string name;  // file stem

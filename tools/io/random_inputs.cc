@@ -243,9 +243,11 @@ inline float ScaledAt(const uint16_t* row, int64_t k, float scale) {
 
 // lse of one row of v values (f32 or bf16) times `scale`, and the scaled
 // value at `chosen`: two passes over the row, the second in blocks that stay
-// in L1 (exps of a block, then their sums). The sums are f64 over eight
-// lanes, lane l adding the elements j with j % 8 == l in order and the last
-// v % 8 elements added to lane 0: the same order whatever the blocking.
+// in L1 (exps of a block, then their sums). The sums are f64 over
+// kSumLanes lanes, lane l adding the elements j with j % kSumLanes == l in
+// order and the last v % kSumLanes elements added to lane 0: the same order
+// whatever the blocking. 32 lanes: four independent vector add chains (with
+// eight lanes the adds' latency bounded the pass).
 // `scaled` (may be null) receives the row times `scale`.
 template <typename Src>
 void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chosen,
@@ -266,9 +268,10 @@ void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chose
   }
   const float mx = lane_max;
   const simd::VF vmx = simd::Splat(mx);
-  constexpr int64_t kBlock = 2048;  // a multiple of 8 and of kLanes
+  constexpr int64_t kSumLanes = 32;
+  constexpr int64_t kBlock = 2048;  // a multiple of kSumLanes and of kLanes
   alignas(64) float e[kBlock];
-  double part[8] = {};
+  alignas(64) double part[kSumLanes] = {};
   for (int64_t b = 0; b < v; b += kBlock) {
     const int64_t len = std::min(kBlock, v - b);
     int64_t i = 0;
@@ -287,8 +290,8 @@ void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chose
       simd::StorePartial(e + i, simd::ExpV(simd::Load(tail) - vmx), len - i);
     }
     int64_t j = 0;
-    for (; j + 8 <= len; j += 8) {
-      for (int l = 0; l < 8; ++l) part[l] += e[j + l];
+    for (; j + kSumLanes <= len; j += kSumLanes) {
+      for (int l = 0; l < kSumLanes; ++l) part[l] += e[j + l];
     }
     for (; j < len; ++j) part[0] += e[j];  // only in the last block
   }
