@@ -1,5 +1,9 @@
 #include "runtime/emulator/loop_jit.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -11,12 +15,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/cpu/fold_kernels.h"
 #include "runtime/cpu/simd_math.h"
 #include "runtime/emulator/loop_program.h"
 
 #if defined(TPUOFF_HAVE_JIT)
 #include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -27,9 +33,11 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/Host.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "runtime/emulator/jit_disk_cache.h"
 #include "runtime/emulator/loop_jit_ops.h"
 #endif
 
@@ -791,6 +799,41 @@ class Engine {
       return;
     }
     jit_ = std::move(*jit);
+    cache_dir_ = JitCacheDirectory();
+    if (!cache_dir_.empty()) {
+      const std::string build = BuildIdentity();
+      if (build.empty()) {
+        cache_dir_.clear();
+      } else {
+        std::vector<std::string> on;
+        for (const auto& f : features) {
+          if (f.getValue()) on.push_back(f.getKey().str());
+        }
+        std::sort(on.begin(), on.end());
+        identity_ = absl::StrCat("llvm ", LLVM_VERSION_STRING, "\ncpu ",
+                                 llvm::sys::getHostCPUName().str(), " ", absl::StrJoin(on, ","),
+                                 "\nregister lanes ", register_lanes_, "\nbuild ", build, "\n");
+      }
+    }
+  }
+
+  // The file holding this code generator, its size and modification time:
+  // a rebuilt tpuoff (another code generator) never loads an older build's
+  // objects. "" when it cannot be told.
+  static std::string BuildIdentity() {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&CompileLoopJit), &info) == 0 ||
+        info.dli_fname == nullptr) {
+      return "";
+    }
+    std::string path = info.dli_fname;
+    struct stat st;
+    if (path.find('/') == std::string::npos || stat(path.c_str(), &st) != 0) {
+      path = "/proc/self/exe";
+      if (stat(path.c_str(), &st) != 0) return "";
+    }
+    return absl::StrCat(path, " ", st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
+                        " ", st.st_ino);
   }
 
   void Optimize(llvm::Module* m) {
@@ -813,8 +856,26 @@ class Engine {
 
   LoopItemFn CompileLocked(const LoopProgram& p, bool streaming) {
     if (!ok() || !Expressible(p)) return nullptr;
+    // The function's name comes from its key, so an object from the disk
+    // cache defines the name this process looks up.
+    const std::string key = absl::StrCat(identity_, Signature(p, streaming, lanes_));
+    const std::string name = absl::StrCat("tpuoff_loop_", JitCacheName(key));
+    if (!cache_dir_.empty()) {
+      if (std::optional<std::string> object = LoadJitObject(cache_dir_, key)) {
+        if (LoopItemFn fn = AddObject(llvm::MemoryBuffer::getMemBufferCopy(*object, name), name)) {
+          return fn;
+        }
+        // Not loadable after all: compile under another name (the failed
+        // object may have defined some symbols).
+        return Compile(p, streaming, key, absl::StrCat(name, "_", counter_++), false);
+      }
+    }
+    return Compile(p, streaming, key, name, !cache_dir_.empty());
+  }
+
+  LoopItemFn Compile(const LoopProgram& p, bool streaming, const std::string& key,
+                     const std::string& name, bool store) {
     auto ctx = std::make_unique<llvm::LLVMContext>();
-    const std::string name = absl::StrCat("tpuoff_loop_", counter_++);
     auto m = std::make_unique<llvm::Module>(name, *ctx);
     m->setDataLayout(jit_->getDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
@@ -826,8 +887,22 @@ class Engine {
       llvm::raw_fd_ostream out(absl::StrCat(dir, "/", name, ".ll"), ec);
       if (!ec) m->print(out, nullptr);
     }
-    if (llvm::Error e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m),
-                                                                       std::move(ctx)))) {
+    llvm::orc::SimpleCompiler compiler(*tm_);
+    auto object = compiler(*m);
+    if (!object) {
+      llvm::consumeError(object.takeError());
+      return nullptr;
+    }
+    if (store) {
+      StoreJitObject(cache_dir_, key,
+                     std::string_view((*object)->getBufferStart(), (*object)->getBufferSize()));
+    }
+    return AddObject(std::move(*object), name);
+  }
+
+  // Links an object into the JIT and returns its function `name`.
+  LoopItemFn AddObject(std::unique_ptr<llvm::MemoryBuffer> object, const std::string& name) {
+    if (llvm::Error e = jit_->addObjectFile(std::move(object))) {
       llvm::consumeError(std::move(e));
       return nullptr;
     }
@@ -850,6 +925,8 @@ class Engine {
   int register_lanes_ = 8;
   int64_t counter_ = 0;
   absl::flat_hash_map<std::string, LoopItemFn> cache_;
+  std::string cache_dir_;  // the disk cache (jit_disk_cache.h); "" for none
+  std::string identity_;   // LLVM, the CPU, this build: part of every disk key
 };
 
 }  // namespace

@@ -20,7 +20,9 @@
 //
 // Compiled code is cached per process by the program's structure (not its
 // shapes or buffers), so a module run again, or another module with the
-// same loops, compiles nothing.
+// same loops, compiles nothing; and on disk (runtime/emulator/
+// jit_disk_cache.h), so a later process with the same loops loads their
+// machine code instead of compiling it (TPUOFF_JIT_CACHE=off: no disk).
 #ifndef TPUOFF_RUNTIME_EMULATOR_LOOP_JIT_H_
 #define TPUOFF_RUNTIME_EMULATOR_LOOP_JIT_H_
 
