@@ -85,6 +85,8 @@ struct CaseResult {
   // and its median minor page faults.
   Timing cold;
   int64_t cold_minor_faults = 0;
+  // One more cold run with an empty loop-JIT disk cache (wall seconds).
+  std::optional<double> cold_empty_jit_cache;
   // Written by RunBenchCase for RunXlaSide (empty: no XLA side).
   std::string xla_case_dir;
   bool xla_with_jax = false;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -39,9 +40,10 @@ struct ChildResult {
   std::string error;
 };
 
-// Runs binary + args with stdout to /dev/null and stderr to `err_path`.
+// Runs binary + args with stdout to /dev/null and stderr to `err_path`;
+// `env` "NAME=value" entries replace or add to this process's environment.
 ChildResult RunChild(const std::string& binary, const std::vector<std::string>& args,
-                     const std::string& err_path) {
+                     const std::string& err_path, const std::vector<std::string>& env = {}) {
   ChildResult r;
   std::vector<std::string> all = {binary};
   all.insert(all.end(), args.begin(), args.end());
@@ -52,9 +54,21 @@ ChildResult RunChild(const std::string& binary, const std::vector<std::string>& 
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<std::string> env_strings = env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    const bool replaced = std::any_of(env.begin(), env.end(), [&](const std::string& x) {
+      return x.compare(0, name.size() + 1, name + "=") == 0;
+    });
+    if (!replaced) env_strings.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid;
   const double t0 = Now();
-  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     r.error = absl::StrCat("cannot start ", binary, ": ", std::strerror(rc));
@@ -111,7 +125,7 @@ std::vector<std::string> ColdRunArguments(const BenchCase& c, int num_threads) {
 }
 
 void TimeColdRuns(const std::string& binary, const BenchCase& c, int reps, int num_threads,
-                  Timing* t, int64_t* minor_faults) {
+                  Timing* t, int64_t* minor_faults, std::optional<double>* empty_jit_cache) {
   char tmpl[] = "/tmp/tpuoff-bench-cold-XXXXXX";
   const int fd = mkstemp(tmpl);
   if (fd < 0) {
@@ -134,12 +148,21 @@ void TimeColdRuns(const std::string& binary, const BenchCase& c, int reps, int n
     t->cpu_samples.push_back(r.cpu);
     faults.push_back(r.minor_faults);
   }
-  std::remove(tmpl);
   if (!t->samples.empty()) {
     t->median = Median(t->samples);
     t->cpu_median = Median(t->cpu_samples);
     *minor_faults = Median(faults);
+    // Once more with an empty JIT disk cache (a new directory, removed
+    // after): the loops compiled, as on the first run after a rebuild.
+    char dir[] = "/tmp/tpuoff-bench-jit-XXXXXX";
+    if (empty_jit_cache != nullptr && mkdtemp(dir) != nullptr) {
+      ChildResult r = RunChild(binary, args, tmpl, {absl::StrCat("TPUOFF_JIT_CACHE=", dir)});
+      if (r.error.empty()) *empty_jit_cache = r.wall;
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
   }
+  std::remove(tmpl);
 }
 
 }  // namespace tpuoff::tools

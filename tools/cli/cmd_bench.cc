@@ -221,6 +221,7 @@ std::string Json(const std::vector<CaseResult>& results, const std::vector<Corpu
                      {"emulator", JsonTiming(r.emulator)},
                      {"cold", JsonTiming(r.cold)},
                      {"cold_minor_faults", r.cold_minor_faults},
+                     {"cold_empty_jit_cache_s", OrNull(r.cold_empty_jit_cache)},
                      {"gemm_flops", r.gemm_flops},
                      {"gemm_s", r.gemm_seconds},
                      {"gemm_bf16_flops", r.gemm_bf16_flops},
@@ -325,7 +326,9 @@ int BenchMain(const std::vector<std::string>& args) {
       "    backward, dlogits written, at this machine's measured bandwidth;\n"
       "  the cold run: one `tpuoff run --kernel=... --random-inputs` process per\n"
       "    repetition (inputs generated, planning, the run on fresh host memory,\n"
-      "    checksums, exit), what a user sees; --no-cold skips it.\n"
+      "    checksums, exit), what a user sees on a repeated run (compiled loops\n"
+      "    from the JIT's disk cache, filled by the warm runs); one more with an\n"
+      "    empty cache is reported under the table; --no-cold skips them.\n"
       "Prints a markdown table of medians (after --warmup runs) and the ratios\n"
       "cold/warm, emulator/XLA, emulator/floor, emulator/bound, floor/bound, with the host RSS\n"
       "peak next to the simulated HBM peak; below it the matrix products' rate\n"
@@ -557,7 +560,8 @@ int BenchMain(const std::vector<std::string>& args) {
         // A side that was asked for and failed fails the bench.
         if (!r.xla.error.empty() || !r.jax.error.empty()) failed = true;
         if (!f.no_cold) {
-          TimeColdRuns(SelfExe(), r.bench, s.reps, s.num_threads, &r.cold, &r.cold_minor_faults);
+          TimeColdRuns(SelfExe(), r.bench, s.reps, s.num_threads, &r.cold, &r.cold_minor_faults,
+                       &r.cold_empty_jit_cache);
           report(r, r.cold, "cold run");
           if (!r.cold.error.empty()) failed = true;
         }
@@ -596,6 +600,17 @@ int BenchMain(const std::vector<std::string>& args) {
                     ": devices' programs and collectives on per-device arrays; splitting the "
                     "global inputs and assembling the global outputs on the host took ",
                     SecondsText(r.host_io_seconds), " more (once, not in the median).");
+  }
+  std::string empty_cache;
+  for (const CaseResult& r : results) {
+    if (!r.cold_empty_jit_cache) continue;
+    absl::StrAppend(&empty_cache, empty_cache.empty() ? "" : "; ", r.bench.name, " ", r.dtype, " ",
+                    SecondsText(*r.cold_empty_jit_cache));
+  }
+  if (!empty_cache.empty()) {
+    absl::StrAppend(&table, "\nCold runs load the loops the warm runs compiled from the JIT's "
+                            "disk cache; one cold run each with an empty cache (loops compiled, "
+                            "as after a rebuild): ", empty_cache, ".");
   }
   absl::StrAppend(&table, GemmLines(results));
   if (!corpus_rows.empty()) {

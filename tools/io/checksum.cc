@@ -3,8 +3,10 @@
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
 // GCC 12's AVX-512 intrinsics self-initialise their "undefined" operands,
 // which -Wuninitialized reports in every caller (as in bench_floor_rows).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
@@ -20,7 +22,9 @@
 
 // The 512-bit vector types below are only ever used inlined; without
 // AVX-512 GCC warns that passing them by value would change the ABI.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 namespace tpuoff::tools {
 namespace {
