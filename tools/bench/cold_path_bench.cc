@@ -6,8 +6,6 @@
 // logits' size over that time. The host block cache serves the inputs'
 // memory after the first iteration, so page faults are not in these times
 // (`tpuoff bench`'s cold column has them).
-#include <sys/resource.h>
-
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -15,18 +13,13 @@
 #include <vector>
 
 #include "kernels/build_kernel.h"
+#include "tools/bench/cpu_time.h"
 #include "tools/cli/kernel_flags.h"
-#include "tools/io/output_writer.h"
+#include "tools/io/checksum.h"
 #include "tools/io/random_inputs.h"
 
 namespace tpuoff {
 namespace {
-
-double CpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 std::unique_ptr<hlo::HloModule> GrpoModule(const std::string& dtype) {
   tools::KernelFlags k;

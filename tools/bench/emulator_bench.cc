@@ -4,8 +4,6 @@
 // other jobs they move far less than wall time, which is what comparing two
 // builds of the emulator needs. `tpuoff bench` gives the wall-time table at
 // the seed shape.
-#include <sys/resource.h>
-
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "kernels/build_kernel.h"
+#include "tools/bench/cpu_time.h"
 #include "runtime/emulator/executor.h"
 #include "tools/cli/bench_cases.h"
 #include "tools/cli/bench_floor.h"
@@ -21,12 +20,6 @@
 
 namespace tpuoff {
 namespace {
-
-double CpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 tools::KernelFlags Flags(const std::string& kernel, const std::string& dtype) {
   tools::KernelFlags k;
