@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -158,8 +159,15 @@ class HostCache {
     if (p != nullptr && rounded >= kHostCacheMinBytes) {
       std::lock_guard<std::mutex> l(mu_);
       live_[p] = rounded;
+      // Freshly mapped anonymous memory reads as zeros.
+      if (rounded >= kPopulateMinBytes) zeroed_.insert(p);
     }
     return p;
+  }
+
+  bool TakeZeroed(void* p) {
+    std::lock_guard<std::mutex> l(mu_);
+    return zeroed_.erase(p) > 0;
   }
 
   void Free(void* p) {
@@ -172,6 +180,7 @@ class HostCache {
     }
     const size_t bytes = it->second;
     live_.erase(it);
+    zeroed_.erase(p);
     if (bytes > capacity_) {
       ReleaseBlock(p, bytes);
       return;
@@ -203,6 +212,8 @@ class HostCache {
   size_t cached_bytes_ = 0;
   std::list<CachedBlock> cached_;  // oldest first
   absl::flat_hash_map<void*, size_t> live_;  // large blocks in use
+  // Blocks in use that were freshly mapped and not yet claimed by TakeZeroed.
+  absl::flat_hash_set<void*> zeroed_;
 };
 
 HostCache& Cache() {
@@ -299,6 +310,7 @@ HostMemoryInfo QueryHostMemory() {
 
 void* HostAlloc(size_t bytes) { return Cache().Alloc(bytes); }
 void HostFree(void* p) { Cache().Free(p); }
+bool HostTakeZeroed(void* p) { return p != nullptr && Cache().TakeZeroed(p); }
 void ReleaseHostCache() { Cache().Release(); }
 int64_t HostCacheBytes() { return Cache().cached_bytes(); }
 

@@ -21,6 +21,12 @@ void* HostAlloc(size_t bytes);
 // capacity; the oldest cached blocks are returned to the system first.
 void HostFree(void* p);
 
+// True once for a block HostAlloc just mapped fresh from the system (so
+// every byte is zero) when nothing claimed it since: the caller is about to
+// write it first and may skip writing zeros. False for recycled blocks and
+// small ones, and after the first call.
+bool HostTakeZeroed(void* p);
+
 // Returns every cached block to the system (e.g. between benchmark cases
 // with different shapes, or before measuring RSS of something else).
 void ReleaseHostCache();

@@ -223,7 +223,7 @@ void DeviceRun::Enter(const ComputationPlan& plan, const std::vector<DeviceBuffe
     }
   }
   for (int id : plan.frees_on_entry) {
-    ctx_->device->Free(f.slots[id], plan.computation->name());
+    FreeBuffer(f.slots[id], plan.computation->name());
     f.slots[id] = nullptr;
   }
   frames_.push_back(std::move(f));
@@ -315,7 +315,10 @@ absl::StatusOr<DeviceRun::Progress> DeviceRun::ResumeImpl() {
       returned = true;
       continue;
     }
-    if (const RowChain* chain = ctx_->plan->chain(plan, f.step)) {
+    if (row_queue_ != nullptr && frames_.size() - 1 > row_owner_) {
+      ASSIGN_OR_RETURN(bool handled, RowLoopStep(f));
+      if (handled) continue;
+    } else if (const RowChain* chain = ctx_->plan->chain(plan, f.step)) {
       RETURN_IF_ERROR(RunChain(*chain));
       f.step = chain->last + 1;
       continue;
@@ -353,7 +356,7 @@ void DeviceRun::FinishStep() {
                            ctx_->device->NowMicros() - f.t0, bytes});
   }
   for (int id : step.frees) {
-    ctx_->device->Free(f.slots[id], step.instr->name());
+    FreeBuffer(f.slots[id], step.instr->name());
     f.slots[id] = nullptr;
   }
   f.wait = Frame::Wait::kNone;
@@ -383,6 +386,23 @@ absl::StatusOr<bool> DeviceRun::StartCallee() {
       f.state = state;
       f.iterations = 0;
       f.wait = Frame::Wait::kWhileCondition;
+      if (row_queue_ == nullptr) {
+        // Rows-outer work spreads over the threads by rows: a loop over
+        // fewer rows than four per thread runs as written.
+        if (const int64_t rows = ctx_->plan->row_while(x);
+            rows > 0 && rows >= 4 * std::max(1, ctx_->num_threads)) {
+          const RunLimits* limits = limits_;
+          row_queue_ = std::make_unique<RowQueue>(rows, ctx_->num_threads, [limits] {
+            if (limits == nullptr) return false;
+            if (limits->abort != nullptr && limits->abort->load(std::memory_order_relaxed)) {
+              return true;
+            }
+            return limits->deadline != RunLimits::Clock::time_point::max() &&
+                   RunLimits::Clock::now() > limits->deadline;
+          });
+          row_owner_ = frames_.size() - 1;
+        }
+      }
       Enter(ctx_->plan->Get(x->while_condition(), ParamMode::kBorrowed), state);
       return false;
     }
@@ -433,11 +453,20 @@ absl::StatusOr<bool> DeviceRun::Return(std::vector<DeviceBuffer*> result) {
       return true;
     }
     case Frame::Wait::kWhileCondition: {
+      if (row_queue_ != nullptr && !result.empty() && result[0] != nullptr &&
+          row_queue_->Conflicts({result[0]->data}, {})) {
+        RETURN_IF_ERROR(RunRowQueue());
+      }
       const bool go = result.empty() || result[0] == nullptr
                           ? false
                           : *static_cast<const uint8_t*>(result[0]->data) != 0;
-      for (DeviceBuffer* b : result) ctx_->device->Free(b, x->while_condition()->name());
+      for (DeviceBuffer* b : result) FreeBuffer(b, x->while_condition()->name());
       const ComputationPlan& body = ctx_->plan->Get(x->while_body(), ParamMode::kDonated);
+      if (!go && row_queue_ != nullptr && frames_.size() - 1 == row_owner_) {
+        // The loop ran rows-outer: its queued work runs now.
+        RETURN_IF_ERROR(RunRowQueue());
+        row_queue_.reset();
+      }
       if (!go) {
         const std::vector<int>& out = f.plan->leaves.at(x);
         for (size_t i = 0; i < out.size(); ++i) {
@@ -547,6 +576,101 @@ absl::Status DeviceRun::RunChain(const RowChain& chain) {
                          ctx.device->NowMicros() - t0, bytes});
   }
   return absl::OkStatus();
+}
+
+void DeviceRun::FreeBuffer(DeviceBuffer* b, const std::string& op) {
+  if (b == nullptr) return;
+  if (row_queue_ != nullptr) row_queue_->DeferFree(ctx_->device->TakeData(b), b->bytes);
+  ctx_->device->Free(b, op);
+}
+
+absl::StatusOr<bool> DeviceRun::RowLoopStep(Frame& f) {
+  const Step& step = f.plan->steps[f.step];
+  const HloInstruction* x = step.instr;
+  RowQueue& queue = *row_queue_;
+  std::vector<const void*> reads;
+  std::vector<const void*> writes;
+  if (step.kind == StepKind::kOp) {
+    const HloOpcode op = x->opcode();
+    if (op == HloOpcode::kWhile || op == HloOpcode::kCall || op == HloOpcode::kFusion ||
+        op == HloOpcode::kConditional || hlo::IsCollective(op)) {
+      RETURN_IF_ERROR(RunRowQueue());
+      return false;
+    }
+  } else if (step.kind == StepKind::kRootCopy) {
+    RETURN_IF_ERROR(RunRowQueue());
+    return false;
+  }
+  f.t0 = ctx_->trace ? ctx_->device->NowMicros() : 0;
+  ASSIGN_OR_RETURN(f.bytes, AllocateStepBuffers(*ctx_, f, step));
+  if (step.kind == StepKind::kOp) {
+    const HloOpcode op = x->opcode();
+    const bool aliases = op == HloOpcode::kGetTupleElement || op == HloOpcode::kTuple ||
+                         op == HloOpcode::kReshape || op == HloOpcode::kBitcastConvert ||
+                         op == HloOpcode::kOptimizationBarrier || op == HloOpcode::kAfterAll ||
+                         op == HloOpcode::kAddDependency || op == HloOpcode::kDomain ||
+                         (op == HloOpcode::kBitcast && f.Data(x) == f.Data(x->operand(0))) ||
+                         (op == HloOpcode::kCustomCall && hlo::IsPassThrough(*x));
+    if (!aliases) {
+      for (const HloInstruction* o : x->operands()) {
+        for (DeviceBuffer* b : f.Leaves(o)) reads.push_back(b ? b->data : nullptr);
+      }
+      for (DeviceBuffer* b : f.Leaves(x)) writes.push_back(b ? b->data : nullptr);
+    }
+  } else {
+    const LoopProgram& p = *ctx_->plan->program(step);
+    std::vector<const void*> inputs;
+    std::vector<void*> outputs;
+    LoopArrays(f, step, p, &inputs, &outputs);
+    const bool copies_base = step.update && step.in_place_of == kNoBuffer;
+    if (!copies_base) {
+      std::vector<int64_t> elements(p.inputs.size(), 0), bytes(p.inputs.size(), 0);
+      for (size_t i = 0; i < p.inputs.size(); ++i) {
+        if (p.inputs[i] == nullptr || !p.inputs[i]->shape().IsArray()) continue;
+        elements[i] = p.inputs[i]->shape().num_elements();
+        bytes[i] = p.inputs[i]->shape().byte_size();
+      }
+      RowQueue::Added added = queue.Add(p, inputs, outputs, elements, bytes);
+      if (added == RowQueue::Added::kRunQueueFirst) {
+        RETURN_IF_ERROR(RunRowQueue());
+        added = queue.Add(p, inputs, outputs, elements, bytes);
+      }
+      if (added == RowQueue::Added::kQueued) {
+        if (queue.Full()) RETURN_IF_ERROR(RunRowQueue());
+        FinishStep();
+        return true;
+      }
+    }
+    reads = inputs;
+    if (copies_base) reads.push_back(f.Leaf(x->operand(0))->data);
+    writes.assign(outputs.begin(), outputs.end());
+  }
+  if (step.in_place_of != kNoBuffer && f.slots[step.in_place_of] != nullptr) {
+    writes.push_back(f.slots[step.in_place_of]->data);
+  }
+  if (queue.Conflicts(reads, writes)) RETURN_IF_ERROR(RunRowQueue());
+  RETURN_IF_ERROR(Annotate(ExecuteOp(f, step), *ctx_, x));
+  FinishStep();
+  return true;
+}
+
+// Runs the queue of the loop running rows-outer (one trace event for all of
+// it).
+absl::Status DeviceRun::RunRowQueue() {
+  RowQueue& queue = *row_queue_;
+  const double t0 = ctx_->trace ? ctx_->device->NowMicros() : 0;
+  const int64_t queued = queue.queued();
+  if (queue.Run()) {
+    if (ctx_->trace && queued > 0) {
+      const HloInstruction* w = frames_[row_owner_].plan->steps[frames_[row_owner_].step].instr;
+      ctx_->trace->AddEvent({absl::StrCat(w->name(), ": ", queued, " fused steps rows-outer"),
+                             "fusion", ctx_->device_index, t0, ctx_->device->NowMicros() - t0,
+                             0});
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CheckLimits());
+  return absl::AbortedError(absl::StrCat("device ", ctx_->device_index, ": stopped ", Where()));
 }
 
 absl::Status DeviceRun::MakeOutputs(const std::vector<DeviceBuffer*>& result) {

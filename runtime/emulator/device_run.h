@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "absl/types/span.h"
 #include "hlo/ir/literal.h"
 #include "runtime/emulator/exec_context.h"
+#include "runtime/emulator/row_while.h"
 
 namespace tpuoff::runtime {
 
@@ -73,6 +75,15 @@ class DeviceRun {
   absl::StatusOr<bool> Return(std::vector<DeviceBuffer*> result);
   void FinishStep();
   absl::Status RunChain(const RowChain& chain);
+  // A step of a loop running rows-outer (runtime/emulator/row_while.h):
+  // queued, or run now (after the queue when it must wait for it). False
+  // when the step is not handled here (a call or collective: the queue has
+  // run, and the step goes the usual way).
+  absl::StatusOr<bool> RowLoopStep(Frame& f);
+  absl::Status RunRowQueue();
+  // Frees a buffer; while a loop runs rows-outer its host memory is kept
+  // until the queue has run.
+  void FreeBuffer(DeviceBuffer* b, const std::string& op);
   absl::Status ExecuteOp(Frame& f, const Step& step);
   absl::StatusOr<bool> StartCollectiveStep(Frame& f, const Step& step);
   absl::Status MakeOutputs(const std::vector<DeviceBuffer*>& result);
@@ -95,6 +106,9 @@ class DeviceRun {
   uint64_t polls_ = 0;
   std::unordered_map<const hlo::HloInstruction*, unsigned __int128> rng_states_;
   RunLimits::Clock::time_point last_poll_{};
+  // The while loop running rows-outer: its queue and the index of its frame.
+  std::unique_ptr<RowQueue> row_queue_;
+  size_t row_owner_ = 0;
 };
 
 }  // namespace tpuoff::runtime

@@ -40,8 +40,9 @@ struct RunOptions {
   // result); for tests and debugging. Results are bit-identical either way.
   bool disable_fusion = false;
   // Run every fused step on its own instead of grouping steps into row
-  // chains (runtime/emulator/row_chain.h); for tests and debugging. Results and HBM
-  // figures are bit-identical either way.
+  // chains (runtime/emulator/row_chain.h), and tile loops iterations-outer
+  // instead of rows-outer (runtime/emulator/row_while.h); for tests and
+  // debugging. Results and HBM figures are bit-identical either way.
   bool disable_row_chains = false;
   // Which fused loops are compiled to machine code with LLVM
   // (runtime/emulator/loop_jit.h): kAuto those over many elements (and the

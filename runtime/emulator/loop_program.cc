@@ -1,5 +1,6 @@
 #include "runtime/emulator/loop_program.h"
 
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "hlo/ir/computation.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/emulator/ops.h"
+#include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/simd_math.h"
 
@@ -1183,6 +1185,12 @@ void LoopExecution::Run(int num_threads) const {
     p_.store(vals[p_.root], value, 1);
     const int width = hlo::ByteWidth(p_.out_type);
     const int64_t total = rows_ * cols_ * width;
+    // Zeros into memory fresh from the system (the first run's dlogits,
+    // 1.24 GB at the seed shape) are already there.
+    if (std::all_of(value, value + width, [](uint8_t b) { return b == 0; }) &&
+        HostTakeZeroed(outputs_[0])) {
+      return;
+    }
     const bool streaming = p_.output_bytes >= kStreamingStoreBytes;
     constexpr int64_t kPiece = int64_t{1} << 20;  // bytes, a multiple of any width
     uint8_t* out = static_cast<uint8_t*>(outputs_[0]);
@@ -1225,7 +1233,8 @@ void LoopExecution::RunUnits(int64_t begin, int64_t end) const {
   thread_local std::vector<int64_t> idx;
   thread_local std::vector<uint8_t*> vals;
   thread_local std::vector<uint64_t> partials;
-  idx = NewIndex(p_.shape.rank());
+  idx.assign(IndexSlots(p_.shape.rank()), 0);  // as NewIndex, without allocating
+  idx.back() = -1;
   vals.resize(p_.nodes.size());
   uint8_t* scratch = ThreadScratch(ScratchBytes());
   if (!p_.reduce) {
@@ -1245,6 +1254,91 @@ void LoopExecution::RunUnits(int64_t begin, int64_t end) const {
     }
     FinishSegment(s, partials.data());
   }
+}
+
+namespace {
+
+int64_t DimProduct(const hlo::Shape& s, int64_t from, int64_t to) {
+  int64_t p = 1;
+  for (int64_t d = from; d < to; ++d) p *= s.dimensions(d);
+  return p;
+}
+
+// Whether an access with `strides` (per iteration dimension) from element
+// `offset` of an array of rows * row_length elements touches, at row r of
+// the first `row_dims` dimensions, only elements [r*L, (r+1)*L).
+bool AccessesOwnRow(const hlo::Shape& space, int64_t row_dims, absl::Span<const int64_t> strides,
+                    int64_t offset, int64_t row_length) {
+  const int64_t rank = space.rank();
+  if (offset < 0 || static_cast<int64_t>(strides.size()) < rank) return false;
+  for (int64_t d = 0; d < row_dims; ++d) {
+    if (space.dimensions(d) > 1 && strides[d] != row_length * DimProduct(space, d + 1, row_dims)) {
+      return false;
+    }
+  }
+  int64_t span = offset;
+  for (int64_t d = row_dims; d < rank; ++d) {
+    if (space.dimensions(d) <= 1) continue;
+    if (strides[d] < 0) return false;
+    span += (space.dimensions(d) - 1) * strides[d];
+  }
+  return span < row_length;
+}
+
+}  // namespace
+
+int64_t LoopExecution::SplitRows(int64_t rows, absl::Span<const int64_t> input_elements,
+                                 std::vector<bool>* own_row) const {
+  own_row->assign(p_.inputs.size(), false);
+  const hlo::Shape& space = p_.shape;
+  const int64_t rank = space.rank();
+  if (rows < 1) return 0;
+  int64_t row_dims = -1;
+  int64_t units = 0;
+  if (p_.reduce) {
+    if (DimProduct(space, 0, p_.num_kept_dims) != rows) return 0;
+    row_dims = p_.num_kept_dims;
+    units = 1;
+  } else {
+    for (int64_t k = 0; k <= rank; ++k) {
+      if (DimProduct(space, 0, k) == rows) {
+        row_dims = k;
+        units = DimProduct(space, k, rank);
+        break;
+      }
+    }
+    if (row_dims < 0) return 0;
+    if (p_.update) {
+      const int64_t out_elements = p_.output_bytes / std::max<int64_t>(1, hlo::ByteWidth(p_.out_type));
+      if (out_elements % rows != 0 ||
+          !AccessesOwnRow(space, row_dims, p_.out_strides, out_base_, out_elements / rows)) {
+        return 0;
+      }
+    }
+  }
+  std::vector<bool> shared(p_.inputs.size(), false);
+  for (size_t i = 0; i < p_.nodes.size(); ++i) {
+    const LoopNode& n = p_.nodes[i];
+    for (const DynamicStart& d : n.dynamic) shared[d.input] = true;
+    if (n.kind != LoopNode::Kind::kLoad) continue;
+    const int64_t elements = n.input < static_cast<int64_t>(input_elements.size())
+                                 ? input_elements[n.input]
+                                 : -1;
+    if (elements <= 0 || elements % rows != 0 ||
+        !AccessesOwnRow(space, row_dims, n.strides, eval_->offsets[i], elements / rows)) {
+      shared[n.input] = true;
+    } else {
+      (*own_row)[n.input] = true;
+    }
+  }
+  for (const DynamicStart& d : p_.out_starts) shared[d.input] = true;
+  for (const LoopReduceOutput& o : p_.reduce_outputs) {
+    if (o.init_input >= 0) shared[o.init_input] = true;
+  }
+  for (size_t i = 0; i < shared.size(); ++i) {
+    if (shared[i]) (*own_row)[i] = false;
+  }
+  return units;
 }
 
 void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,

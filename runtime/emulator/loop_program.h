@@ -228,8 +228,22 @@ class LoopExecution {
 
   // All units, over `num_threads`.
   void Run(int num_threads) const;
-  // Units [begin, end) on the calling thread (not for update programs).
+  // Units [begin, end) on the calling thread. An update program must be
+  // in place (its output already holds the array it updates).
   void RunUnits(int64_t begin, int64_t end) const;
+
+  // How this execution splits into `rows` independent rows, each run as
+  // RunUnits(r * units, (r + 1) * units): returns the units per row, or 0
+  // when the iteration space does not split so or some row would write
+  // outside its own row of the output (row r of an output of rows * L
+  // elements is [r*L, (r+1)*L); reduce outputs hold one element per row).
+  // Sets own_row[i] for every input i: whether each of its loads reads, at
+  // row r, only row r of its `input_elements[i]`-element array (dynamic
+  // starts as this execution resolved them).
+  int64_t SplitRows(int64_t rows, absl::Span<const int64_t> input_elements,
+                    std::vector<bool>* own_row) const;
+  // Iteration-space elements.
+  int64_t elements() const { return p_.shape.num_elements(); }
 
  private:
   void EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,

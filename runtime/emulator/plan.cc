@@ -85,7 +85,25 @@ absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
       plan->chains_[first] = std::move(chain);
     }
   }
+  if (options.enable_fusion && row_chains) {
+    auto program = [&](const Step& step) { return plan->program(step); };
+    for (const ComputationPlan* c : plan->buffers_->all()) {
+      for (const Step& step : c->steps) {
+        const hlo::HloInstruction* x = step.instr;
+        if (step.kind != StepKind::kOp || x->opcode() != hlo::HloOpcode::kWhile) continue;
+        const int64_t rows =
+            RowWhileRows(plan->Get(x->while_body(), ParamMode::kDonated),
+                         plan->Get(x->while_condition(), ParamMode::kBorrowed), program);
+        if (rows > 0) plan->row_whiles_[x] = rows;
+      }
+    }
+  }
   return plan;
+}
+
+int64_t ModulePlan::row_while(const hlo::HloInstruction* x) const {
+  auto it = row_whiles_.find(x);
+  return it == row_whiles_.end() ? 0 : it->second;
 }
 
 const RowChain* ModulePlan::chain(const ComputationPlan& plan, int index) const {

@@ -15,6 +15,7 @@
 #include "runtime/emulator/loop_jit.h"
 #include "runtime/emulator/loop_program.h"
 #include "runtime/emulator/row_chain.h"
+#include "runtime/emulator/row_while.h"
 
 namespace tpuoff::runtime {
 
@@ -36,8 +37,9 @@ class ModulePlan {
   // Plans the module (hlo::BufferPlan::Build) and compiles every fused
   // step. INTERNAL if a fused group cannot be compiled or its program reads
   // something the plan does not keep alive.
-  // `row_chains`: group steps into row chains (runtime/emulator/row_chain.h) when
-  // fusion is enabled. `jit`: which fused loops are compiled to machine
+  // `row_chains`: group steps into row chains (runtime/emulator/row_chain.h)
+  // and find while loops to run rows-outer (runtime/emulator/row_while.h)
+  // when fusion is enabled. `jit`: which fused loops are compiled to machine
   // code (runtime/emulator/loop_jit.h; results are bit-identical either way).
   static absl::StatusOr<std::unique_ptr<ModulePlan>> Build(
       const hlo::HloModule& module, const PlanOptions& options = {}, bool row_chains = true,
@@ -56,11 +58,15 @@ class ModulePlan {
   // The row chain (runtime/emulator/row_chain.h) starting at step `index` of `plan`,
   // or nullptr.
   const RowChain* chain(const ComputationPlan& plan, int index) const;
+  // The rows a while instruction runs rows-outer by
+  // (runtime/emulator/row_while.h), or 0.
+  int64_t row_while(const hlo::HloInstruction* x) const;
 
  private:
   std::unique_ptr<hlo::BufferPlan> buffers_;
   // Row chains keyed by their first step (only with fusion enabled).
   absl::flat_hash_map<const Step*, RowChain> chains_;
+  absl::flat_hash_map<const hlo::HloInstruction*, int64_t> row_whiles_;
   // Keyed by step address: steps do not move once planned.
   absl::flat_hash_map<const Step*, std::unique_ptr<LoopProgram>> programs_;
 };

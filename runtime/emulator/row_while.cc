@@ -1,0 +1,245 @@
+#include "runtime/emulator/row_while.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "hlo/ir/opcode.h"
+#include "runtime/cpu/host_memory.h"
+#include "runtime/cpu/parallel.h"
+
+namespace tpuoff::runtime {
+namespace {
+
+using hlo::ComputationPlan;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::Step;
+using hlo::StepKind;
+
+// Arrays a control step may touch (a counter, a tile offset, a condition).
+constexpr int64_t kControlBytes = 4096;
+// Shared inputs up to this size are copied when queued.
+constexpr int64_t kSnapshotBytes = int64_t{64} << 10;
+// Elements of one chunk of rows across one queued execution (64 rows of a
+// 2048-wide vocab tile: 256 KiB of bf16, 512 KiB of f32, in L2 for the
+// passes of one iteration). Smaller chunks pay more per-call overhead (the
+// seed shape's forward loop queues 11 executions per iteration: 430 ms with
+// 8K-element chunks, 265-310 ms from 64K to 256K).
+constexpr int64_t kChunkElements = int64_t{1} << 17;
+// Below this many elements in all, one thread runs the queue.
+constexpr int64_t kParallelElements = int64_t{1} << 15;
+// The queue runs once it holds this many executions or this much deferred
+// memory (a loop of very many iterations stays bounded).
+constexpr int64_t kMaxEntries = 8192;
+constexpr int64_t kMaxDeferredBytes = int64_t{256} << 20;
+
+int64_t Product(const hlo::Shape& s, int64_t from, int64_t to) {
+  int64_t p = 1;
+  for (int64_t d = from; d < to; ++d) p *= s.dimensions(d);
+  return p;
+}
+
+// Steps whose instruction only aliases buffers (no data is read or written).
+bool AliasesOnly(const HloInstruction& x) {
+  switch (x.opcode()) {
+    case HloOpcode::kGetTupleElement:
+    case HloOpcode::kTuple:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcastConvert:
+    case HloOpcode::kOptimizationBarrier:
+    case HloOpcode::kAfterAll:
+    case HloOpcode::kAddDependency:
+    case HloOpcode::kDomain:
+    case HloOpcode::kParameter:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool SmallArrays(const hlo::Shape& shape) {
+  for (const hlo::Shape& leaf : hlo::LeafShapes(shape)) {
+    if (leaf.IsArray() && leaf.byte_size() > kControlBytes) return false;
+  }
+  return true;
+}
+
+// A step the loop may hold besides fused ones: aliases, or small control
+// math on small arrays.
+bool ControlStep(const Step& step) {
+  if (step.kind != StepKind::kOp) return false;
+  const HloInstruction& x = *step.instr;
+  if (AliasesOnly(x)) return true;
+  switch (x.opcode()) {
+    case HloOpcode::kWhile:
+    case HloOpcode::kCall:
+    case HloOpcode::kFusion:
+    case HloOpcode::kConditional:
+    case HloOpcode::kCustomCall:
+    case HloOpcode::kRng:
+    case HloOpcode::kRngGetAndUpdateState:
+    case HloOpcode::kRngBitGenerator:
+      return false;
+    default:
+      break;
+  }
+  if (hlo::IsCollective(x.opcode())) return false;
+  if (!SmallArrays(x.shape())) return false;
+  for (const HloInstruction* o : x.operands()) {
+    if (!SmallArrays(o->shape())) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t RowWhileRows(const ComputationPlan& body, const ComputationPlan& cond,
+                     const std::function<const LoopProgram*(const Step&)>& program) {
+  int64_t rows = 0;
+  for (const ComputationPlan* plan : {&body, &cond}) {
+    for (const Step& step : plan->steps) {
+      if (step.kind == StepKind::kLoop || step.kind == StepKind::kLoopReduce) {
+        const LoopProgram* p = program(step);
+        if (p == nullptr) return 0;
+        if (p->shape.num_elements() < kRowWhileMinElements) continue;
+        const int64_t rank = p->shape.rank();
+        const int64_t r = p->reduce ? Product(p->shape, 0, p->num_kept_dims)
+                                    : Product(p->shape, 0, std::max<int64_t>(rank - 1, 0));
+        if (r < 2 || (rows != 0 && r != rows)) return 0;
+        rows = r;
+        continue;
+      }
+      if (!ControlStep(step)) return 0;
+    }
+  }
+  return rows;
+}
+
+struct RowQueue::Entry {
+  std::vector<const void*> inputs;  // the execution reads them through a span
+  std::vector<void*> outputs;
+  std::unique_ptr<LoopExecution> execution;
+  int64_t units = 0;  // per row
+};
+
+RowQueue::RowQueue(int64_t rows, int num_threads, std::function<bool()> stop)
+    : rows_(rows), num_threads_(num_threads), stop_(std::move(stop)) {}
+
+RowQueue::~RowQueue() { Release(); }
+
+RowQueue::Added RowQueue::Add(const LoopProgram& program, const std::vector<const void*>& inputs,
+                              const std::vector<void*>& outputs,
+                              absl::Span<const int64_t> input_elements,
+                              absl::Span<const int64_t> input_bytes) {
+  std::vector<bool> own_row;
+  int64_t units = 0;
+  {
+    const LoopExecution probe(program, inputs, outputs);
+    units = probe.SplitRows(rows_, input_elements, &own_row);
+  }
+  if (units == 0) return Added::kNotRowLocal;
+  auto is_data = [&](size_t i) {
+    return inputs[i] != nullptr && i < input_bytes.size() && input_bytes[i] > 0;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (is_data(i) && !own_row[i] && writes_.contains(inputs[i])) return Added::kRunQueueFirst;
+  }
+  for (void* out : outputs) {
+    if (shared_reads_.contains(out)) return Added::kRunQueueFirst;
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->inputs = inputs;
+  entry->outputs = outputs;
+  entry->units = units;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!is_data(i)) continue;
+    if (own_row[i]) {
+      own_reads_.insert(inputs[i]);
+    } else if (input_bytes[i] <= kSnapshotBytes) {
+      void* copy = HostAlloc(static_cast<size_t>(input_bytes[i]));
+      if (copy == nullptr) throw std::bad_alloc();
+      std::memcpy(copy, inputs[i], static_cast<size_t>(input_bytes[i]));
+      deferred_.push_back(copy);
+      deferred_bytes_ += input_bytes[i];
+      entry->inputs[i] = copy;
+    } else {
+      shared_reads_.insert(inputs[i]);
+    }
+  }
+  for (void* out : outputs) writes_.insert(out);
+  entry->execution = std::make_unique<LoopExecution>(program, entry->inputs, entry->outputs);
+  const int64_t elements = entry->execution->elements();
+  elements_ += elements;
+  max_row_elements_ = std::max(max_row_elements_, elements / rows_);
+  entries_.push_back(std::move(entry));
+  return Added::kQueued;
+}
+
+bool RowQueue::Conflicts(absl::Span<const void* const> reads,
+                         absl::Span<const void* const> writes) const {
+  if (entries_.empty()) return false;
+  for (const void* r : reads) {
+    if (r != nullptr && writes_.contains(r)) return true;
+  }
+  for (const void* w : writes) {
+    if (w != nullptr &&
+        (writes_.contains(w) || own_reads_.contains(w) || shared_reads_.contains(w))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void RowQueue::DeferFree(void* data, int64_t bytes) {
+  if (data == nullptr) return;
+  deferred_.push_back(data);
+  deferred_bytes_ += bytes;
+}
+
+bool RowQueue::Full() const {
+  return static_cast<int64_t>(entries_.size()) >= kMaxEntries ||
+         deferred_bytes_ >= kMaxDeferredBytes;
+}
+
+bool RowQueue::Run() {
+  std::atomic<bool> stopped{false};
+  if (!entries_.empty()) {
+    const int threads = elements_ < kParallelElements ? 1 : std::max(1, num_threads_);
+    // At least four chunks per thread, so that the threads end together.
+    const int64_t per_chunk = std::clamp<int64_t>(
+        std::min(kChunkElements / max_row_elements_, rows_ / (4 * threads)), 1, rows_);
+    const int64_t chunks = (rows_ + per_chunk - 1) / per_chunk;
+    ParallelFor(threads, chunks, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        if (stopped.load(std::memory_order_relaxed)) return;
+        if (stop_ && stop_()) {
+          stopped.store(true, std::memory_order_relaxed);
+          return;
+        }
+        const int64_t r0 = c * per_chunk;
+        const int64_t r1 = std::min(rows_, r0 + per_chunk);
+        for (const std::unique_ptr<Entry>& e : entries_) {
+          e->execution->RunUnits(r0 * e->units, r1 * e->units);
+        }
+      }
+    });
+  }
+  entries_.clear();
+  writes_.clear();
+  own_reads_.clear();
+  shared_reads_.clear();
+  elements_ = 0;
+  max_row_elements_ = 1;
+  Release();
+  return !stopped.load();
+}
+
+void RowQueue::Release() {
+  for (void* p : deferred_) HostFree(p);
+  deferred_.clear();
+  deferred_bytes_ = 0;
+}
+
+}  // namespace tpuoff::runtime
