@@ -315,7 +315,15 @@ absl::StatusOr<DeviceRun::Progress> DeviceRun::ResumeImpl() {
       returned = true;
       continue;
     }
-    if (row_queue_ != nullptr && frames_.size() - 1 > row_owner_) {
+    if (row_queue_ == nullptr) {
+      if (const HloInstruction* w = ctx_->plan->row_while_starting_at(plan.steps[f.step])) {
+        StartRowQueue(ctx_->plan->row_while(w), w);
+        row_before_loop_ = row_queue_ != nullptr;
+      }
+    }
+    if (row_queue_ != nullptr &&
+        (frames_.size() - 1 > row_owner_ ||
+         (row_before_loop_ && frames_.size() - 1 == row_owner_))) {
       ASSIGN_OR_RETURN(bool handled, RowLoopStep(f));
       if (handled) continue;
     } else if (const RowChain* chain = ctx_->plan->chain(plan, f.step)) {
@@ -374,6 +382,11 @@ absl::StatusOr<bool> DeviceRun::StartCallee() {
   switch (x->opcode()) {
     case HloOpcode::kWhile: {
       std::vector<DeviceBuffer*> state = f.Leaves(x->operand(0));
+      if (row_queue_ != nullptr) {
+        std::vector<const void*> copied;
+        for (int leaf : step.copy_leaves) copied.push_back(state[leaf] ? state[leaf]->data : nullptr);
+        if (row_queue_->Conflicts(copied, {})) RETURN_IF_ERROR(RunRowQueue());
+      }
       for (int leaf : step.copy_leaves) {
         DeviceBuffer* src = state[leaf];
         ASSIGN_OR_RETURN(DeviceBuffer * copy, ctx_->device->Allocate(
@@ -386,23 +399,7 @@ absl::StatusOr<bool> DeviceRun::StartCallee() {
       f.state = state;
       f.iterations = 0;
       f.wait = Frame::Wait::kWhileCondition;
-      if (row_queue_ == nullptr) {
-        // Rows-outer work spreads over the threads by rows: a loop over
-        // fewer rows than four per thread runs as written.
-        if (const int64_t rows = ctx_->plan->row_while(x);
-            rows > 0 && rows >= 4 * std::max(1, ctx_->num_threads)) {
-          const RunLimits* limits = limits_;
-          row_queue_ = std::make_unique<RowQueue>(rows, ctx_->num_threads, [limits] {
-            if (limits == nullptr) return false;
-            if (limits->abort != nullptr && limits->abort->load(std::memory_order_relaxed)) {
-              return true;
-            }
-            return limits->deadline != RunLimits::Clock::time_point::max() &&
-                   RunLimits::Clock::now() > limits->deadline;
-          });
-          row_owner_ = frames_.size() - 1;
-        }
-      }
+      if (row_queue_ == nullptr) StartRowQueue(ctx_->plan->row_while(x), x);
       Enter(ctx_->plan->Get(x->while_condition(), ParamMode::kBorrowed), state);
       return false;
     }
@@ -462,10 +459,11 @@ absl::StatusOr<bool> DeviceRun::Return(std::vector<DeviceBuffer*> result) {
                           : *static_cast<const uint8_t*>(result[0]->data) != 0;
       for (DeviceBuffer* b : result) FreeBuffer(b, x->while_condition()->name());
       const ComputationPlan& body = ctx_->plan->Get(x->while_body(), ParamMode::kDonated);
-      if (!go && row_queue_ != nullptr && frames_.size() - 1 == row_owner_) {
+      if (!go && row_queue_ != nullptr && x == row_loop_) {
         // The loop ran rows-outer: its queued work runs now.
         RETURN_IF_ERROR(RunRowQueue());
         row_queue_.reset();
+        row_loop_ = nullptr;
       }
       if (!go) {
         const std::vector<int>& out = f.plan->leaves.at(x);
@@ -578,6 +576,22 @@ absl::Status DeviceRun::RunChain(const RowChain& chain) {
   return absl::OkStatus();
 }
 
+// Rows-outer work spreads over the threads by rows: a loop over fewer rows
+// than four per thread runs as written.
+void DeviceRun::StartRowQueue(int64_t rows, const HloInstruction* loop) {
+  if (rows <= 0 || rows < 4 * std::max(1, ctx_->num_threads)) return;
+  const RunLimits* limits = limits_;
+  row_queue_ = std::make_unique<RowQueue>(rows, ctx_->num_threads, [limits] {
+    if (limits == nullptr) return false;
+    if (limits->abort != nullptr && limits->abort->load(std::memory_order_relaxed)) return true;
+    return limits->deadline != RunLimits::Clock::time_point::max() &&
+           RunLimits::Clock::now() > limits->deadline;
+  });
+  row_owner_ = frames_.size() - 1;
+  row_loop_ = loop;
+  row_before_loop_ = false;
+}
+
 void DeviceRun::FreeBuffer(DeviceBuffer* b, const std::string& op) {
   if (b == nullptr) return;
   if (row_queue_ != nullptr) row_queue_->DeferFree(ctx_->device->TakeData(b), b->bytes);
@@ -590,6 +604,10 @@ absl::StatusOr<bool> DeviceRun::RowLoopStep(Frame& f) {
   RowQueue& queue = *row_queue_;
   std::vector<const void*> reads;
   std::vector<const void*> writes;
+  if (step.kind == StepKind::kOp && x == row_loop_ && row_before_loop_) {
+    row_before_loop_ = false;  // the loop starts the usual way, its queue kept
+    return false;
+  }
   if (step.kind == StepKind::kOp) {
     const HloOpcode op = x->opcode();
     if (op == HloOpcode::kWhile || op == HloOpcode::kCall || op == HloOpcode::kFusion ||
@@ -662,8 +680,8 @@ absl::Status DeviceRun::RunRowQueue() {
   const int64_t queued = queue.queued();
   if (queue.Run()) {
     if (ctx_->trace && queued > 0) {
-      const HloInstruction* w = frames_[row_owner_].plan->steps[frames_[row_owner_].step].instr;
-      ctx_->trace->AddEvent({absl::StrCat(w->name(), ": ", queued, " fused steps rows-outer"),
+      ctx_->trace->AddEvent({absl::StrCat(row_loop_->name(), ": ", queued,
+                                          " fused steps rows-outer"),
                              "fusion", ctx_->device_index, t0, ctx_->device->NowMicros() - t0,
                              0});
     }

@@ -109,6 +109,11 @@ class DeviceRun {
   // The while loop running rows-outer: its queue and the index of its frame.
   std::unique_ptr<RowQueue> row_queue_;
   size_t row_owner_ = 0;
+  const hlo::HloInstruction* row_loop_ = nullptr;
+  // The queue started at a step before its loop (RowWhileFirstStep) and
+  // the loop has not started yet: that frame's steps go through it too.
+  bool row_before_loop_ = false;
+  void StartRowQueue(int64_t rows, const hlo::HloInstruction* loop);
 };
 
 }  // namespace tpuoff::runtime

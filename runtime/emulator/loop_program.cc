@@ -1341,6 +1341,22 @@ int64_t LoopExecution::SplitRows(int64_t rows, absl::Span<const int64_t> input_e
   return units;
 }
 
+bool LoopExecution::UpdateRowSpan(int64_t rows, int64_t* begin, int64_t* end) const {
+  if (!p_.update || rows < 1) return false;
+  const hlo::Shape& space = p_.shape;
+  const int64_t rank = space.rank();
+  if (rank == 0 || DimProduct(space, 0, rank - 1) != rows) return false;
+  const int64_t out_elements = p_.output_bytes / std::max<int64_t>(1, hlo::ByteWidth(p_.out_type));
+  if (out_elements % rows != 0) return false;
+  const int64_t row_length = out_elements / rows;
+  if (!AccessesOwnRow(space, rank - 1, p_.out_strides, out_base_, row_length)) return false;
+  const int64_t minor = space.dimensions(rank - 1);
+  if (minor > 1 && p_.out_strides[rank - 1] != 1) return false;
+  *begin = out_base_;
+  *end = out_base_ + minor;
+  return true;
+}
+
 void RunLoopProgram(const LoopProgram& p, absl::Span<const void* const> inputs,
                     absl::Span<void* const> outputs, int num_threads) {
   LoopExecution(p, inputs, outputs).Run(num_threads);

@@ -244,6 +244,11 @@ class LoopExecution {
                     std::vector<bool>* own_row) const;
   // Iteration-space elements.
   int64_t elements() const { return p_.shape.num_elements(); }
+  // An update that splits into `rows` rows (SplitRows) and writes, in each
+  // row of its output, the columns [*begin, *end) (one contiguous run):
+  // true and the run; false for other programs.
+  bool UpdateRowSpan(int64_t rows, int64_t* begin, int64_t* end) const;
+  bool is_elementwise() const { return !p_.reduce && !p_.update; }
 
  private:
   void EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,

@@ -88,13 +88,18 @@ absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
   if (options.enable_fusion && row_chains) {
     auto program = [&](const Step& step) { return plan->program(step); };
     for (const ComputationPlan* c : plan->buffers_->all()) {
-      for (const Step& step : c->steps) {
+      for (int i = 0; i < c->num_steps(); ++i) {
+        const Step& step = c->steps[i];
         const hlo::HloInstruction* x = step.instr;
         if (step.kind != StepKind::kOp || x->opcode() != hlo::HloOpcode::kWhile) continue;
         const int64_t rows =
             RowWhileRows(plan->Get(x->while_body(), ParamMode::kDonated),
                          plan->Get(x->while_condition(), ParamMode::kBorrowed), program);
-        if (rows > 0) plan->row_whiles_[x] = rows;
+        if (rows == 0) continue;
+        plan->row_whiles_[x] = rows;
+        if (const int first = RowWhileFirstStep(*c, i, rows, program); first >= 0) {
+          plan->row_while_starts_[&c->steps[first]] = x;
+        }
       }
     }
   }
@@ -104,6 +109,11 @@ absl::StatusOr<std::unique_ptr<ModulePlan>> ModulePlan::Build(
 int64_t ModulePlan::row_while(const hlo::HloInstruction* x) const {
   auto it = row_whiles_.find(x);
   return it == row_whiles_.end() ? 0 : it->second;
+}
+
+const hlo::HloInstruction* ModulePlan::row_while_starting_at(const Step& step) const {
+  auto it = row_while_starts_.find(&step);
+  return it == row_while_starts_.end() ? nullptr : it->second;
 }
 
 const RowChain* ModulePlan::chain(const ComputationPlan& plan, int index) const {

@@ -61,12 +61,16 @@ class ModulePlan {
   // The rows a while instruction runs rows-outer by
   // (runtime/emulator/row_while.h), or 0.
   int64_t row_while(const hlo::HloInstruction* x) const;
+  // The rows-outer while loop whose queue starts at this step (before the
+  // loop: runtime/emulator/row_while.h, RowWhileFirstStep), or nullptr.
+  const hlo::HloInstruction* row_while_starting_at(const Step& step) const;
 
  private:
   std::unique_ptr<hlo::BufferPlan> buffers_;
   // Row chains keyed by their first step (only with fusion enabled).
   absl::flat_hash_map<const Step*, RowChain> chains_;
   absl::flat_hash_map<const hlo::HloInstruction*, int64_t> row_whiles_;
+  absl::flat_hash_map<const Step*, const hlo::HloInstruction*> row_while_starts_;
   // Keyed by step address: steps do not move once planned.
   absl::flat_hash_map<const Step*, std::unique_ptr<LoopProgram>> programs_;
 };

@@ -117,12 +117,91 @@ int64_t RowWhileRows(const ComputationPlan& body, const ComputationPlan& cond,
   return rows;
 }
 
+int RowWhileFirstStep(const ComputationPlan& plan, int while_step, int64_t rows,
+                      const std::function<const LoopProgram*(const Step&)>& program) {
+  const HloInstruction* w = plan.steps[while_step].instr;
+  const HloInstruction* init = w->operand(0);
+  if (init->opcode() != HloOpcode::kTuple) return -1;
+  for (int j = while_step - 1; j >= 0; --j) {
+    const Step& step = plan.steps[j];
+    if (step.kind == StepKind::kOp &&
+        (AliasesOnly(*step.instr) || (step.instr->opcode() == HloOpcode::kConstant &&
+                                      SmallArrays(step.instr->shape())))) {
+      continue;
+    }
+    if (step.kind != StepKind::kLoop || step.update) return -1;
+    const LoopProgram* p = program(step);
+    if (p == nullptr || p->reduce || p->update ||
+        p->shape.num_elements() < kRowWhileMinElements) {
+      return -1;
+    }
+    bool splits = false;
+    for (int64_t k = 0; k <= p->shape.rank() && !splits; ++k) {
+      splits = Product(p->shape, 0, k) == rows;
+    }
+    const auto& ops = init->operands();
+    if (!splits || std::find(ops.begin(), ops.end(), step.instr) == ops.end()) return -1;
+    return j;
+  }
+  return -1;
+}
+
 struct RowQueue::Entry {
   std::vector<const void*> inputs;  // the execution reads them through a span
   std::vector<void*> outputs;
   std::unique_ptr<LoopExecution> execution;
   int64_t units = 0;  // per row
+  // An elementwise execution whose output later queued updates overwrite in
+  // part before anything reads it: only these runs of each row
+  // (units [begin, end) within the row) are computed.
+  bool partial = false;
+  std::vector<std::pair<int64_t, int64_t>> runs;
 };
+
+namespace {
+
+// Runs of [0, length) not covered by `covered` (half-open, any order).
+std::vector<std::pair<int64_t, int64_t>> Uncovered(
+    std::vector<std::pair<int64_t, int64_t>> covered, int64_t length) {
+  std::sort(covered.begin(), covered.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t at = 0;
+  for (const auto& [b, e] : covered) {
+    if (b > at) out.emplace_back(at, std::min(b, length));
+    at = std::max(at, e);
+    if (at >= length) break;
+  }
+  if (at < length) out.emplace_back(at, length);
+  return out;
+}
+
+}  // namespace
+
+// Dead stores: an elementwise execution (the zero dlogits a tile loop then
+// overwrites tile by tile) computes only the columns of each row that no
+// later queued update overwrites before a queued execution reads the array.
+// Whatever runs outside the queue reads it only after the queue has run.
+void RowQueue::DropDeadStores() {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = *entries_[i];
+    if (!e.execution->is_elementwise() || e.outputs.size() != 1) continue;
+    const void* out = e.outputs[0];
+    std::vector<std::pair<int64_t, int64_t>> covered;
+    for (size_t j = i + 1; j < entries_.size(); ++j) {
+      const Entry& later = *entries_[j];
+      if (std::find(later.inputs.begin(), later.inputs.end(), out) != later.inputs.end()) break;
+      if (std::find(later.outputs.begin(), later.outputs.end(), out) == later.outputs.end()) {
+        continue;
+      }
+      int64_t b = 0, end = 0;
+      if (!later.execution->UpdateRowSpan(rows_, &b, &end)) break;
+      covered.emplace_back(b, end);
+    }
+    if (covered.empty()) continue;
+    e.runs = Uncovered(std::move(covered), e.units);
+    e.partial = true;
+  }
+}
 
 RowQueue::RowQueue(int64_t rows, int num_threads, std::function<bool()> stop)
     : rows_(rows), num_threads_(num_threads), stop_(std::move(stop)) {}
@@ -170,9 +249,7 @@ RowQueue::Added RowQueue::Add(const LoopProgram& program, const std::vector<cons
   }
   for (void* out : outputs) writes_.insert(out);
   entry->execution = std::make_unique<LoopExecution>(program, entry->inputs, entry->outputs);
-  const int64_t elements = entry->execution->elements();
-  elements_ += elements;
-  max_row_elements_ = std::max(max_row_elements_, elements / rows_);
+  elements_ += entry->execution->elements();
   entries_.push_back(std::move(entry));
   return Added::kQueued;
 }
@@ -206,32 +283,66 @@ bool RowQueue::Full() const {
 bool RowQueue::Run() {
   std::atomic<bool> stopped{false};
   if (!entries_.empty()) {
+    DropDeadStores();
     const int threads = elements_ < kParallelElements ? 1 : std::max(1, num_threads_);
+    auto row_elements = [&](const Entry& e) {
+      if (!e.partial) return e.execution->elements() / rows_;
+      int64_t n = 0;
+      for (const auto& [b, end] : e.runs) n += end - b;
+      return n;
+    };
+    // Leading executions with rows wider than a chunk (a whole [B*T, V]
+    // array) run whole first, as written, instead of setting the chunk to
+    // one row.
+    size_t first = 0;
+    for (; first < entries_.size(); ++first) {
+      const Entry& e = *entries_[first];
+      if (e.partial || row_elements(e) <= kChunkElements) break;
+      if (stop_ && stop_()) {
+        stopped = true;
+        break;
+      }
+      e.execution->Run(threads);
+    }
+    int64_t widest = 1;
+    for (size_t k = first; k < entries_.size(); ++k) {
+      widest = std::max(widest, row_elements(*entries_[k]));
+    }
     // At least four chunks per thread, so that the threads end together.
     const int64_t per_chunk = std::clamp<int64_t>(
-        std::min(kChunkElements / max_row_elements_, rows_ / (4 * threads)), 1, rows_);
+        std::min(kChunkElements / widest, rows_ / (4 * threads)), 1, rows_);
     const int64_t chunks = (rows_ + per_chunk - 1) / per_chunk;
-    ParallelFor(threads, chunks, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        if (stopped.load(std::memory_order_relaxed)) return;
-        if (stop_ && stop_()) {
-          stopped.store(true, std::memory_order_relaxed);
-          return;
+    if (!stopped && first < entries_.size()) {
+      ParallelFor(threads, chunks, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          if (stopped.load(std::memory_order_relaxed)) return;
+          if (stop_ && stop_()) {
+            stopped.store(true, std::memory_order_relaxed);
+            return;
+          }
+          const int64_t r0 = c * per_chunk;
+          const int64_t r1 = std::min(rows_, r0 + per_chunk);
+          for (size_t k = first; k < entries_.size(); ++k) {
+            const Entry& e = *entries_[k];
+            if (!e.partial) {
+              e.execution->RunUnits(r0 * e.units, r1 * e.units);
+              continue;
+            }
+            for (int64_t r = r0; r < r1; ++r) {
+              for (const auto& [b, run_end] : e.runs) {
+                e.execution->RunUnits(r * e.units + b, r * e.units + run_end);
+              }
+            }
+          }
         }
-        const int64_t r0 = c * per_chunk;
-        const int64_t r1 = std::min(rows_, r0 + per_chunk);
-        for (const std::unique_ptr<Entry>& e : entries_) {
-          e->execution->RunUnits(r0 * e->units, r1 * e->units);
-        }
-      }
-    });
+      });
+    }
   }
   entries_.clear();
   writes_.clear();
   own_reads_.clear();
   shared_reads_.clear();
   elements_ = 0;
-  max_row_elements_ = 1;
   Release();
   return !stopped.load();
 }

@@ -56,6 +56,15 @@ inline constexpr int64_t kRowWhileMinElements = int64_t{1} << 20;
 int64_t RowWhileRows(const hlo::ComputationPlan& body, const hlo::ComputationPlan& cond,
                      const std::function<const LoopProgram*(const hlo::Step&)>& program);
 
+// Plan time: the step of `plan` at which the queue of the rows-outer while
+// loop at step `while_step` starts, when the fused step producing part of
+// the loop's initial state (the zero dlogits of a backward tile loop) comes
+// right before it (only constants and aliases between) and splits into the
+// loop's `rows`: queued with the loop, its stores that the loop overwrites
+// are dropped. -1 when there is none.
+int RowWhileFirstStep(const hlo::ComputationPlan& plan, int while_step, int64_t rows,
+                      const std::function<const LoopProgram*(const hlo::Step&)>& program);
+
 class RowQueue {
  public:
   // `stop`: polled between chunks when the queue runs (thread-safe); true
@@ -92,13 +101,13 @@ class RowQueue {
 
  private:
   struct Entry;
+  void DropDeadStores();
   void Release();
 
   int64_t rows_;
   int num_threads_;
   std::function<bool()> stop_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  int64_t max_row_elements_ = 1;
   int64_t elements_ = 0;
   absl::flat_hash_set<const void*> writes_, own_reads_, shared_reads_;
   std::vector<void*> deferred_;
