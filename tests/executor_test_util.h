@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,23 @@ inline void ExpectNear(const Literal& got, const Literal& want, double tol,
     } else {
       EXPECT_EQ(got.GetAsInt64(i), want.GetAsInt64(i)) << what << " [" << i << "]";
     }
+  }
+}
+
+// Expects two runs of one module to give the same output bits and the same
+// per-device HBM peak and allocation count.
+inline void ExpectSameRun(const RunResult& got, const RunResult& want) {
+  ASSERT_EQ(got.outputs.size(), want.outputs.size());
+  for (size_t i = 0; i < want.outputs.size(); ++i) {
+    ASSERT_EQ(got.outputs[i].raw_size(), want.outputs[i].raw_size()) << "output " << i;
+    EXPECT_EQ(std::memcmp(got.outputs[i].raw(), want.outputs[i].raw(), want.outputs[i].raw_size()),
+              0)
+        << "output " << i;
+  }
+  ASSERT_EQ(got.devices.size(), want.devices.size());
+  for (size_t d = 0; d < want.devices.size(); ++d) {
+    EXPECT_EQ(got.devices[d].stats.peak_bytes, want.devices[d].stats.peak_bytes) << "device " << d;
+    EXPECT_EQ(got.devices[d].stats.num_allocs, want.devices[d].stats.num_allocs) << "device " << d;
   }
 }
 

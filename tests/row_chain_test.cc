@@ -31,20 +31,6 @@ std::vector<const RowChain*> Chains(const ModulePlan& plan) {
   return out;
 }
 
-void ExpectBitIdentical(const RunResult& a, const RunResult& b) {
-  ASSERT_EQ(a.outputs.size(), b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); ++i) {
-    ASSERT_EQ(a.outputs[i].raw_size(), b.outputs[i].raw_size()) << "output " << i;
-    EXPECT_EQ(std::memcmp(a.outputs[i].raw(), b.outputs[i].raw(), a.outputs[i].raw_size()), 0)
-        << "output " << i;
-  }
-  ASSERT_EQ(a.devices.size(), b.devices.size());
-  for (size_t d = 0; d < a.devices.size(); ++d) {
-    EXPECT_EQ(a.devices[d].stats.peak_bytes, b.devices[d].stats.peak_bytes) << "device " << d;
-    EXPECT_EQ(a.devices[d].stats.num_allocs, b.devices[d].stats.num_allocs) << "device " << d;
-  }
-}
-
 TEST(RowChain, SoftmaxRunsAsOneChain) {
   const int64_t rows = 40, cols = 3000;
   auto m = Parse(SoftmaxModule(rows, cols));
@@ -85,7 +71,7 @@ TEST(RowChain, ResultsAndPeaksMatchStepByStep) {
       ASSERT_TRUE(got.ok()) << got.status();
       SCOPED_TRACE(std::string(other_row_max ? "other row max" : "own row max") +
                    " threads " + std::to_string(threads));
-      ExpectBitIdentical(*got, *want);
+      ExpectSameRun(*got, *want);
     }
   }
 }
@@ -143,7 +129,7 @@ TEST(RowChain, GrpoKernelsMatchStepByStep) {
         auto got = RunModule(**module, *inputs, o);
         ASSERT_TRUE(got.ok()) << got.status();
         SCOPED_TRACE(std::string(kernel) + " " + dtype + " threads " + std::to_string(threads));
-        ExpectBitIdentical(*got, *want);
+        ExpectSameRun(*got, *want);
       }
     }
   }

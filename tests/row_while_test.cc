@@ -140,21 +140,6 @@ void DirtyHostCache(size_t bytes) {
   HostFree(p);
 }
 
-void ExpectSameRun(const RunResult& got, const RunResult& want) {
-  ASSERT_EQ(got.outputs.size(), want.outputs.size());
-  for (size_t i = 0; i < want.outputs.size(); ++i) {
-    ASSERT_EQ(got.outputs[i].raw_size(), want.outputs[i].raw_size()) << "output " << i;
-    EXPECT_EQ(std::memcmp(got.outputs[i].raw(), want.outputs[i].raw(), want.outputs[i].raw_size()),
-              0)
-        << "output " << i;
-  }
-  ASSERT_EQ(got.devices.size(), want.devices.size());
-  for (size_t d = 0; d < want.devices.size(); ++d) {
-    EXPECT_EQ(got.devices[d].stats.peak_bytes, want.devices[d].stats.peak_bytes);
-    EXPECT_EQ(got.devices[d].stats.num_allocs, want.devices[d].stats.num_allocs);
-  }
-}
-
 TEST(RowWhile, PlannerPicksRowLocalTileLoops) {
   auto m = Parse(LoopModule(Body::kOwnRows));
   ASSERT_NE(m, nullptr);
@@ -180,41 +165,34 @@ TEST(RowWhile, PlannerPicksRowLocalTileLoops) {
 }
 
 TEST(RowWhile, SmallLoopsAndLoopsWithLargeUnfusedOpsStayAsWritten) {
-  // A loop whose fused steps are all small is not worth it.
-  const std::string small =
-      "HloModule s\n" + std::string(kF32Reducers) +
-      "c { p = (s32[], f32[8,64]) parameter(0) i = s32[] get-tuple-element(p), index=0\n"
-      "n = s32[] constant(3) ROOT lt = pred[] compare(i, n), direction=LT }\n"
-      "b { p = (s32[], f32[8,64]) parameter(0) i = s32[] get-tuple-element(p), index=0\n"
-      "x = f32[8,64] get-tuple-element(p), index=1 y = f32[8,64] exponential(x)\n"
-      "one = s32[] constant(1) i2 = s32[] add(i, one)\n"
-      "ROOT r = (s32[], f32[8,64]) tuple(i2, y) }\n"
-      "ENTRY e { x = f32[8,64] parameter(0) i0 = s32[] constant(0)\n"
-      "s0 = (s32[], f32[8,64]) tuple(i0, x)\n"
-      "ROOT w = (s32[], f32[8,64]) while(s0), condition=c, body=b }\n";
-  auto m = Parse(small);
-  ASSERT_NE(m, nullptr);
-  auto plan = ModulePlan::Build(*m);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ((*plan)->row_while(WhileOf(*m)), 0);
-  // A dot in the body (not row-local, not small) keeps the loop as written.
-  const std::string dot =
-      "HloModule d\n"
-      "c { p = (s32[], f32[1024,1024]) parameter(0) i = s32[] get-tuple-element(p), index=0\n"
-      "n = s32[] constant(2) ROOT lt = pred[] compare(i, n), direction=LT }\n"
-      "b { p = (s32[], f32[1024,1024]) parameter(0) i = s32[] get-tuple-element(p), index=0\n"
-      "x = f32[1024,1024] get-tuple-element(p), index=1 y = f32[1024,1024] exponential(x)\n"
-      "d = f32[1024,1024] dot(y, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-      "one = s32[] constant(1) i2 = s32[] add(i, one)\n"
-      "ROOT r = (s32[], f32[1024,1024]) tuple(i2, d) }\n"
-      "ENTRY e { x = f32[1024,1024] parameter(0) i0 = s32[] constant(0)\n"
-      "s0 = (s32[], f32[1024,1024]) tuple(i0, x)\n"
-      "ROOT w = (s32[], f32[1024,1024]) while(s0), condition=c, body=b }\n";
-  auto md = Parse(dot);
-  ASSERT_NE(md, nullptr);
-  auto dplan = ModulePlan::Build(*md);
-  ASSERT_TRUE(dplan.ok()) << dplan.status();
-  EXPECT_EQ((*dplan)->row_while(WhileOf(*md)), 0);
+  // A loop of three iterations over an f32[shape] whose body computes
+  // `y` from `x` with `ops`.
+  auto loop = [](const std::string& shape, const std::string& ops) {
+    const std::string t = "f32[" + shape + "]", st = "(s32[], " + t + ")";
+    return "HloModule l\n"
+           "c { p = " + st + " parameter(0) i = s32[] get-tuple-element(p), index=0\n"
+           "n = s32[] constant(3) ROOT lt = pred[] compare(i, n), direction=LT }\n"
+           "b { p = " + st + " parameter(0) i = s32[] get-tuple-element(p), index=0\n"
+           "x = " + t + " get-tuple-element(p), index=1\n" + ops +
+           "one = s32[] constant(1) i2 = s32[] add(i, one)\n"
+           "ROOT r = " + st + " tuple(i2, y) }\n"
+           "ENTRY e { x = " + t + " parameter(0) i0 = s32[] constant(0)\n"
+           "s0 = " + st + " tuple(i0, x)\n"
+           "ROOT w = " + st + " while(s0), condition=c, body=b }\n";
+  };
+  // A loop whose fused steps are all small is not worth it; a dot in the
+  // body (not row-local, not small) keeps the loop as written.
+  for (const std::string& text :
+       {loop("8,64", "y = f32[8,64] exponential(x)\n"),
+        loop("1024,1024", "ex = f32[1024,1024] exponential(x)\n"
+                          "y = f32[1024,1024] dot(ex, x), lhs_contracting_dims={1}, "
+                          "rhs_contracting_dims={0}\n")}) {
+    auto m = Parse(text);
+    ASSERT_NE(m, nullptr);
+    auto plan = ModulePlan::Build(*m);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ((*plan)->row_while(WhileOf(*m)), 0) << text;
+  }
 }
 
 // The own-rows loop against a float64 evaluation of the same math.

@@ -623,10 +623,7 @@ absl::StatusOr<bool> DeviceRun::RowLoopStep(Frame& f) {
   ASSIGN_OR_RETURN(f.bytes, AllocateStepBuffers(*ctx_, f, step));
   if (step.kind == StepKind::kOp) {
     const HloOpcode op = x->opcode();
-    const bool aliases = op == HloOpcode::kGetTupleElement || op == HloOpcode::kTuple ||
-                         op == HloOpcode::kReshape || op == HloOpcode::kBitcastConvert ||
-                         op == HloOpcode::kOptimizationBarrier || op == HloOpcode::kAfterAll ||
-                         op == HloOpcode::kAddDependency || op == HloOpcode::kDomain ||
+    const bool aliases = OnlyAliases(*x) ||
                          (op == HloOpcode::kBitcast && f.Data(x) == f.Data(x->operand(0))) ||
                          (op == HloOpcode::kCustomCall && hlo::IsPassThrough(*x));
     if (!aliases) {
@@ -746,20 +743,13 @@ absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
     }
     return absl::OkStatus();
   }
+  if (OnlyAliases(*x)) return absl::OkStatus();
   switch (x->opcode()) {
     case HloOpcode::kConstant:
       if (x->shape().IsArray() && x->shape().byte_size() > 0) {  // empty: no data
         CopyBytes(f.Data(x), x->literal().raw(), x->shape().byte_size());
       }
       return absl::OkStatus();
-    case HloOpcode::kGetTupleElement:
-    case HloOpcode::kTuple:
-    case HloOpcode::kReshape:
-    case HloOpcode::kBitcastConvert:
-    case HloOpcode::kOptimizationBarrier:
-    case HloOpcode::kAfterAll:
-    case HloOpcode::kAddDependency:
-      return absl::OkStatus();  // aliases
     case HloOpcode::kBitcast:
       if (f.Data(x) == f.Data(x->operand(0))) return absl::OkStatus();
       return BitcastPhysicalKernel(*x, f.Data(x->operand(0)), f.Data(x));
@@ -836,8 +826,6 @@ absl::Status DeviceRun::ExecuteOp(Frame& f, const Step& step) {
     case HloOpcode::kCustomCall:
       if (hlo::IsPassThrough(*x)) return absl::OkStatus();  // aliases its operand
       return RunExtraOp(f, *x, ctx.num_threads);
-    case HloOpcode::kDomain:
-      return absl::OkStatus();  // aliases its operand
     case HloOpcode::kRngGetAndUpdateState: {
       uint64_t state[2];
       NextRngState(x, static_cast<uint64_t>(x->attrs().delta), state);

@@ -41,8 +41,9 @@ int64_t Product(const hlo::Shape& s, int64_t from, int64_t to) {
   return p;
 }
 
-// Steps whose instruction only aliases buffers (no data is read or written).
-bool AliasesOnly(const HloInstruction& x) {
+}  // namespace
+
+bool OnlyAliases(const HloInstruction& x) {
   switch (x.opcode()) {
     case HloOpcode::kGetTupleElement:
     case HloOpcode::kTuple:
@@ -59,6 +60,8 @@ bool AliasesOnly(const HloInstruction& x) {
   }
 }
 
+namespace {
+
 bool SmallArrays(const hlo::Shape& shape) {
   for (const hlo::Shape& leaf : hlo::LeafShapes(shape)) {
     if (leaf.IsArray() && leaf.byte_size() > kControlBytes) return false;
@@ -71,7 +74,7 @@ bool SmallArrays(const hlo::Shape& shape) {
 bool ControlStep(const Step& step) {
   if (step.kind != StepKind::kOp) return false;
   const HloInstruction& x = *step.instr;
-  if (AliasesOnly(x)) return true;
+  if (OnlyAliases(x)) return true;
   switch (x.opcode()) {
     case HloOpcode::kWhile:
     case HloOpcode::kCall:
@@ -125,7 +128,7 @@ int RowWhileFirstStep(const ComputationPlan& plan, int while_step, int64_t rows,
   for (int j = while_step - 1; j >= 0; --j) {
     const Step& step = plan.steps[j];
     if (step.kind == StepKind::kOp &&
-        (AliasesOnly(*step.instr) || (step.instr->opcode() == HloOpcode::kConstant &&
+        (OnlyAliases(*step.instr) || (step.instr->opcode() == HloOpcode::kConstant &&
                                       SmallArrays(step.instr->shape())))) {
       continue;
     }

@@ -47,6 +47,10 @@ namespace tpuoff::runtime {
 // Fused steps of at least this many elements decide a loop's rows.
 inline constexpr int64_t kRowWhileMinElements = int64_t{1} << 20;
 
+// Whether an instruction only aliases buffers whatever its operands (no
+// data read or written): get-tuple-element, tuple, reshape, ...
+bool OnlyAliases(const hlo::HloInstruction& x);
+
 // Plan time: the rows R by which a while loop with this body and condition
 // runs rows-outer, or 0. Every fused step of at least kRowWhileMinElements
 // elements (one at least) must split into R rows (R >= 2: the product of
