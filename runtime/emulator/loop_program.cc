@@ -1264,9 +1264,8 @@ int64_t DimProduct(const hlo::Shape& s, int64_t from, int64_t to) {
   return p;
 }
 
-// Whether an access with `strides` (per iteration dimension) from element
-// `offset` of an array of rows * row_length elements touches, at row r of
-// the first `row_dims` dimensions, only elements [r*L, (r+1)*L).
+}  // namespace
+
 bool AccessesOwnRow(const hlo::Shape& space, int64_t row_dims, absl::Span<const int64_t> strides,
                     int64_t offset, int64_t row_length) {
   const int64_t rank = space.rank();
@@ -1284,8 +1283,6 @@ bool AccessesOwnRow(const hlo::Shape& space, int64_t row_dims, absl::Span<const 
   }
   return span < row_length;
 }
-
-}  // namespace
 
 int64_t LoopExecution::SplitRows(int64_t rows, absl::Span<const int64_t> input_elements,
                                  std::vector<bool>* own_row) const {

@@ -219,6 +219,13 @@ struct Evaluator;
 // the kept dimensions (reduce programs). Any split into unit ranges gives
 // bit-identical results: a segment is always reduced whole, in the same
 // order. Used by row chains (runtime/emulator/row_chain.h).
+// Whether an access with `strides` (per iteration dimension of `space`)
+// from element `offset` of an array of rows * row_length elements touches,
+// at row r of the first `row_dims` dimensions, only elements
+// [r*row_length, (r+1)*row_length).
+bool AccessesOwnRow(const hlo::Shape& space, int64_t row_dims, absl::Span<const int64_t> strides,
+                    int64_t offset, int64_t row_length);
+
 class LoopExecution {
  public:
   LoopExecution(const LoopProgram& program, absl::Span<const void* const> inputs,

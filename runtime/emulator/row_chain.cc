@@ -52,21 +52,7 @@ bool ReadsOwnRow(const LoopNode& n, const hlo::Shape& space, int64_t row_dims,
   if (!n.dynamic.empty() || n.offset != 0 || rows <= 0 || array_elements % rows != 0) {
     return false;
   }
-  const int64_t row_length = array_elements / rows;
-  const int64_t rank = space.rank();
-  for (int64_t d = 0; d < row_dims; ++d) {
-    if (space.dimensions(d) > 1 &&
-        n.strides[d] != row_length * Product(space, d + 1, row_dims)) {
-      return false;
-    }
-  }
-  int64_t span = 0;
-  for (int64_t d = row_dims; d < rank; ++d) {
-    if (space.dimensions(d) <= 1) continue;
-    if (n.strides[d] < 0) return false;
-    span += (space.dimensions(d) - 1) * n.strides[d];
-  }
-  return span < row_length;
+  return AccessesOwnRow(space, row_dims, n.strides, 0, array_elements / rows);
 }
 
 // A constant materialised into its own buffer (e.g. a reduce's init value

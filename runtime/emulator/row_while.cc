@@ -187,7 +187,12 @@ std::vector<std::pair<int64_t, int64_t>> Uncovered(
 void RowQueue::DropDeadStores() {
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = *entries_[i];
-    if (!e.execution->is_elementwise() || e.outputs.size() != 1) continue;
+    // Only outputs worth it (a [B*T, V] fill): the scan below is over the
+    // later executions.
+    if (!e.execution->is_elementwise() || e.outputs.size() != 1 ||
+        e.execution->elements() < kRowWhileMinElements) {
+      continue;
+    }
     const void* out = e.outputs[0];
     std::vector<std::pair<int64_t, int64_t>> covered;
     for (size_t j = i + 1; j < entries_.size(); ++j) {

@@ -95,7 +95,6 @@ class RowQueue {
   void DeferFree(void* data, int64_t bytes);
   // Whether the queue should run now to bound its memory.
   bool Full() const;
-  bool empty() const { return entries_.empty(); }
   int64_t queued() const { return static_cast<int64_t>(entries_.size()); }
 
   // Runs every queued execution over all rows (chunks of rows over the
