@@ -308,6 +308,44 @@ TEST(LoopJit, DynamicSlicesAndUpdatesMatchTheInterpreter) {
   }
 }
 
+// Consecutive rows of a compiled program go in one call when every load
+// advances by one step per row (JitItem::rows): rows of a [3,5,40] space
+// whose loads do (a [3,5,40] array, a [3,5] per-row value, an update of a
+// wider array) and whose loads or index do not (a [5] array broadcast over
+// the leading dimension, a transposed array, an iota along a row
+// dimension), elementwise and reduced, at 1 and 2 threads.
+TEST(LoopJit, RowBatchesMatchTheInterpreter) {
+  const std::string common =
+      "x = f32[3,5,40] parameter(0)  r = f32[3,5] parameter(1)  b = f32[5] parameter(2)\n"
+      "y = f32[5,3,40] parameter(3)  acc = f32[3,5,100] parameter(4)  st = s32[] parameter(5)\n"
+      "z = s32[] constant(0)  zero = f32[] constant(0)\n"
+      "rb = f32[3,5,40] broadcast(r), dimensions={0,1}\n"
+      "bb = f32[3,5,40] broadcast(b), dimensions={1}\n"
+      "yt = f32[3,5,40] transpose(y), dimensions={1,0,2}\n"
+      "io = s32[3,5,40] iota(), iota_dimension=0  iof = f32[3,5,40] convert(io)\n";
+  const char* operands[] = {"rb", "bb", "yt", "iof"};
+  for (const char* other : operands) {
+    const std::string o = other;
+    auto m = Parse(
+        "HloModule rows\nadd { a = f32[] parameter(0)  c = f32[] parameter(1)\n"
+        "ROOT s = f32[] add(a, c) }\nENTRY e { " + common +
+        "d = f32[3,5,40] subtract(x, " + o + ")  e = f32[3,5,40] exponential(d)\n"
+        "s = f32[3,5] reduce(e, zero), dimensions={2}, to_apply=add\n"
+        "u = f32[3,5,100] dynamic-update-slice(acc, e, z, z, st)\n"
+        "m = f32[3,5,40] multiply(x, " + o + ")\n"
+        "ROOT t = (f32[3,5], f32[3,5,100], f32[3,5,40]) tuple(s, u, m) }\n");
+    ASSERT_NE(m, nullptr);
+    std::vector<Literal> args;
+    args.push_back(testing::F32({3, 5, 40}, FloatValues(600, 21)));
+    args.push_back(testing::F32({3, 5}, FloatValues(15, 22)));
+    args.push_back(testing::F32({5}, FloatValues(5, 23)));
+    args.push_back(testing::F32({5, 3, 40}, FloatValues(600, 24)));
+    args.push_back(testing::F32({3, 5, 100}, FloatValues(1500, 25)));
+    args.push_back(testing::S32({}, {37}));
+    EXPECT_GT(ExpectJitMatches(*m, args, "rows with " + o), 0) << o;
+  }
+}
+
 // The compiled program with non-temporal stores (what LoopExecution picks
 // for updates of arrays beyond 256 MiB) writes what the interpreter does,
 // from every alignment of the output.

@@ -262,6 +262,7 @@ class ProgramCodegen {
   Value* partials_ = nullptr;
   Value* inits_ = nullptr;
   Value* results_ = nullptr;
+  Value* row_ = nullptr;           // i64: the call's row (JitItem::rows)
   // The reducer's identity for output o, a scalar of its compute type.
   Value* Identity(const LoopReduceOutput& o);
   void EmitFinish();
@@ -626,7 +627,8 @@ void ProgramCodegen::EmitFinish() {
     Value* init_ptr = b_.CreateLoad(i8p, b_.CreateGEP(i8p, inits_, at));
     Value* init = ops_.FromStorage(ro.type, LoadAt(ops_.StorageType(ro.type), init_ptr));
     Value* r = *ops_.Binary(ro.op, ro.type, init, partial[o]);
-    Value* dst = b_.CreateLoad(i8p, b_.CreateGEP(i8p, results_, at));
+    Value* dst = BytePtr(b_.CreateLoad(i8p, b_.CreateGEP(i8p, results_, at)),
+                         b_.CreateMul(row_, b_.getInt64(hlo::ByteWidth(ro.type))));
     Value* stored = ops_.ToStorage(ro.type, r);
     b_.CreateAlignedStore(stored, TypedPtr(dst, stored->getType()), llvm::MaybeAlign(1));
   }
@@ -703,9 +705,10 @@ bool ProgramCodegen::Emit(const std::string& name) {
   llvm::Type* i8p = b_.getInt8PtrTy();
   llvm::Type* i8pp = llvm::PointerType::getUnqual(i8p);
   // JitItem's fields, in order.
+  llvm::Type* i64p = llvm::PointerType::getUnqual(b_.getInt64Ty());
   llvm::StructType* item_t = llvm::StructType::get(
-      c, {i8pp, i8pp, llvm::PointerType::getUnqual(b_.getInt64Ty()), b_.getInt64Ty(),
-          b_.getInt64Ty(), i8p, b_.getInt64Ty(), i8p, i8pp, i8pp});
+      c, {i8pp, i8pp, i64p, b_.getInt64Ty(), b_.getInt64Ty(), i8p, b_.getInt64Ty(), i8p, i8pp,
+          i8pp, b_.getInt64Ty(), i64p, b_.getInt64Ty()});
   llvm::FunctionType* ft = llvm::FunctionType::get(b_.getVoidTy(), {i8p}, false);
   fn_ = llvm::Function::Create(ft, llvm::Function::ExternalLinkage, name, m_);
   fn_->addFnAttr(llvm::Attribute::NoUnwind);
@@ -719,29 +722,56 @@ bool ProgramCodegen::Emit(const std::string& name) {
   idx_ = field(2);
   c0_ = field(3);
   n_ = field(4);
-  out_ = field(5);
+  Value* out = field(5);
   if (p_.reduce) {
     flags_ = field(6);
     partials_ = field(7);
     inits_ = field(8);
     results_ = field(9);
   }
+  Value* rows = field(10);
+  Value* row_steps = field(11);
+  Value* out_row_step = field(12);
   const size_t nn = p_.nodes.size();
-  inv_.assign(nn, nullptr);
-  load_ptr_.assign(nn, nullptr);
-  pf_ptr_.assign(nn, nullptr);
+  std::vector<Value*> load_base(nn, nullptr), pf_base(nn, nullptr), step(nn, nullptr);
   int slot = 0;
   for (size_t k = 0; k < nn; ++k) {
     const LoopNode& n = p_.nodes[k];
     if (n.kind != LoopNode::Kind::kLoad) continue;
-    load_ptr_[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, loads, b_.getInt64(slot)));
+    load_base[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, loads, b_.getInt64(slot)));
+    step[k] = b_.CreateLoad(b_.getInt64Ty(),
+                            b_.CreateGEP(b_.getInt64Ty(), row_steps, b_.getInt64(slot)));
     if (Prefetched(p_, n)) {
-      pf_ptr_[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, prefetch, b_.getInt64(slot)));
+      pf_base[k] = b_.CreateLoad(i8p, b_.CreateGEP(i8p, prefetch, b_.getInt64(slot)));
     }
     ++slot;
   }
+  // The rows of the call: the item's code once per row (rows >= 1).
+  llvm::BasicBlock* entry = b_.GetInsertBlock();
+  llvm::BasicBlock* row_head = llvm::BasicBlock::Create(c, "row", fn_);
+  b_.CreateBr(row_head);
+  b_.SetInsertPoint(row_head);
+  llvm::PHINode* row = b_.CreatePHI(b_.getInt64Ty(), 2);
+  row->addIncoming(b_.getInt64(0), entry);
+  row_ = row;
+  inv_.assign(nn, nullptr);
+  load_ptr_.assign(nn, nullptr);
+  pf_ptr_.assign(nn, nullptr);
+  for (size_t k = 0; k < nn; ++k) {
+    if (load_base[k] == nullptr) continue;
+    Value* advance = b_.CreateMul(row, step[k]);
+    load_ptr_[k] = BytePtr(load_base[k], advance);
+    if (pf_base[k] != nullptr) pf_ptr_[k] = BytePtr(pf_base[k], advance);
+  }
+  // Reduce programs: `out` is the fold lanes, the same for every row.
+  out_ = p_.reduce ? out : BytePtr(out, b_.CreateMul(row, out_row_step));
   if (!EmitInvariants()) return false;
   if (!(p_.reduce ? EmitReduce() : EmitElementwise())) return false;
+  Value* next = b_.CreateAdd(row, b_.getInt64(1));
+  row->addIncoming(next, b_.GetInsertBlock());
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "rows_done", fn_);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, rows), row_head, done);
+  b_.SetInsertPoint(done);
   b_.CreateRetVoid();
   return !llvm::verifyFunction(*fn_, &llvm::errs());
 }

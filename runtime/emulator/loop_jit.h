@@ -58,6 +58,17 @@ struct JitItem {
   uint8_t* partials = nullptr;
   const uint8_t* const* inits = nullptr;
   uint8_t* const* results = nullptr;
+  // The call runs this many items, one per row: item r is item 0 with
+  // every load (and prefetch) address advanced by r * row_steps[load],
+  // `out` by r * out_row_step (elementwise / update programs) and each
+  // results[o] by r elements (reduce programs; every item a whole segment).
+  // The same `flags`, `c0` and `n` for each; `idx` is not advanced, so
+  // programs that read it (an iota along a row dimension) take one row a
+  // call. One call over many rows saves the per-call work of short rows (a
+  // 2048-column vocab tile).
+  int64_t rows = 1;
+  const int64_t* row_steps = nullptr;  // per load node, bytes
+  int64_t out_row_step = 0;            // bytes
 };
 inline constexpr int64_t kJitInitLanes = 1;
 inline constexpr int64_t kJitFinishChunk = 2;

@@ -609,6 +609,30 @@ std::vector<int64_t> NewIndex(int64_t rank) {
   return idx;
 }
 
+// Whether an array accessed with `strides` over iteration space `space`
+// advances by one fixed step (*step elements) from each row to the next
+// (rows: the dimensions but the minor one, row-major): its strides over the
+// row dimensions of extent > 1 collapse to one.
+bool RowLinear(const hlo::Shape& space, absl::Span<const int64_t> strides, int64_t* step) {
+  const int64_t rank = space.rank();
+  *step = 0;
+  int64_t rows_below = 1;  // rows one step along dimension d spans
+  bool set = false;
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    const int64_t extent = space.dimensions(d);
+    if (extent > 1) {
+      if (!set) {
+        *step = strides[d];
+        set = true;
+      } else if (strides[d] != *step * rows_below) {
+        return false;
+      }
+    }
+    rows_below *= extent;
+  }
+  return true;
+}
+
 // Per-run state: the program, input pointers and dynamic offsets.
 struct Evaluator {
   const LoopProgram& p;
@@ -626,6 +650,12 @@ struct Evaluator {
     int64_t prefetch_bytes;  // ahead of the load (0: none)
   };
   std::vector<JitLoad> jit_loads;  // in node order
+  std::vector<int64_t> jit_row_steps;  // per load: bytes from one row to the next
+  // Whether a compiled program's items of consecutive rows can go in one
+  // call (JitItem::rows): every load advances by a fixed step per row (its
+  // strides over the row dimensions collapse to one), and the program does
+  // not read the row's multi-index (no iota along a row dimension).
+  bool jit_rows_linear = false;
 
   Evaluator(const LoopProgram& program, absl::Span<const void* const> in)
       : p(program), inputs(in), rank(program.shape.rank()) {
@@ -635,6 +665,10 @@ struct Evaluator {
       offsets[i] = p.nodes[i].offset + DynamicOffset(p.nodes[i].dynamic);
     }
     if (p.jit == nullptr) return;
+    jit_rows_linear = true;
+    for (const LoopNode& n : p.nodes) {
+      if (n.kind == LoopNode::Kind::kIota && n.iota_dim < rank - 1) jit_rows_linear = false;
+    }
     for (const LoopReduceOutput& o : p.reduce_outputs) {
       jit_inits.push_back(static_cast<const uint8_t*>(inputs[o.init_input]));
     }
@@ -651,6 +685,9 @@ struct Evaluator {
                              ? kPrefetchRows * n.strides[rank - 2] * l.width
                              : 0;
       jit_loads.push_back(l);
+      int64_t step = 0;
+      if (!RowLinear(p.shape, n.strides, &step)) jit_rows_linear = false;
+      jit_row_steps.push_back(step * l.width);
     }
   }
 
@@ -677,10 +714,13 @@ struct Evaluator {
   }
 
   // One item of the compiled program (reduce programs: `flags`, `partials`
-  // and `results` as JitItem describes).
+  // and `results` as JitItem describes), or with `rows` > 1 (only when
+  // jit_rows_linear) the same item of `rows` consecutive rows from `row`
+  // on, `out` advancing by `out_row_step` bytes per row.
   void RunJit(int64_t row, int64_t c0, int64_t n, int64_t* idx, uint8_t* out,
               int64_t flags = 0, uint8_t* partials = nullptr,
-              uint8_t* const* results = nullptr) const {
+              uint8_t* const* results = nullptr, int64_t rows = 1,
+              int64_t out_row_step = 0) const {
     RowIndex(row, idx);
     thread_local std::vector<const uint8_t*> ptrs;
     const size_t nl = jit_loads.size();
@@ -703,6 +743,9 @@ struct Evaluator {
     item.partials = partials;
     item.inits = jit_inits.data();
     item.results = results;
+    item.rows = rows;
+    item.row_steps = jit_row_steps.data();
+    item.out_row_step = out_row_step;
     p.jit(&item);
   }
   std::vector<const uint8_t*> jit_inits;  // reduce programs: per output
@@ -1032,6 +1075,10 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
     // following step usually reads them back.)
     store_ = UsesStreamingStores(p_) ? p_.stream_store : p_.store;
     uniform_ = !p_.update && p_.root >= 0 && IsUniform(p_, p_.root);
+    int64_t out_step = cols_;
+    batch_rows_ = p_.jit != nullptr && eval_->jit_rows_linear && bpr_ == 1 &&
+                  (!p_.update || RowLinear(p_.shape, out_row_strides_, &out_step));
+    out_row_step_ = out_step * hlo::ByteWidth(p_.out_type);
     return;
   }
   // Streaming reductions over dims [k, rank): segment s covers rows
@@ -1045,6 +1092,9 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
   seg_rows_ = k >= rank ? 1 : rows_ / std::max<int64_t>(segments_, 1);
   seg_items_ = (k >= rank || rows_ == 0) ? 0 : seg_rows_ * bpr_;
   chunks_ = (seg_items_ + kReduceChunkBlocks - 1) / kReduceChunkBlocks;
+  // Every segment one row of at most one block: consecutive segments run as
+  // one compiled call.
+  batch_rows_ = p_.jit != nullptr && eval_->jit_rows_linear && seg_items_ == 1;
 }
 
 LoopExecution::~LoopExecution() = default;
@@ -1057,17 +1107,43 @@ void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scrat
   } else {
     eval_->Eval(row, c0, n, scratch, idx, vals);
   }
-  int64_t pos = row * cols_ + c0;
-  if (p_.update) {
-    pos = out_base_ + c0;
-    for (int64_t d = 0; d + 1 < p_.shape.rank(); ++d) pos += idx[d] * out_row_strides_[d];
-  }
-  uint8_t* out = static_cast<uint8_t*>(outputs_[0]) + pos * hlo::ByteWidth(p_.out_type);
+  uint8_t* out = OutAt(row, c0, idx);
   if (p_.jit != nullptr) {
     eval_->RunJit(row, c0, n, idx, out);
     return;
   }
   store_(vals[p_.root], out, n);
+}
+
+uint8_t* LoopExecution::OutAt(int64_t row, int64_t c0, const int64_t* idx) const {
+  int64_t pos = row * cols_ + c0;
+  if (p_.update) {
+    pos = out_base_ + c0;
+    for (int64_t d = 0; d + 1 < p_.shape.rank(); ++d) pos += idx[d] * out_row_strides_[d];
+  }
+  return static_cast<uint8_t*>(outputs_[0]) + pos * hlo::ByteWidth(p_.out_type);
+}
+
+void LoopExecution::StoreRows(int64_t first, int64_t end, int64_t* idx) const {
+  eval_->RowIndex(first, idx);
+  eval_->RunJit(first, 0, cols_, idx, OutAt(first, 0, idx), 0, nullptr, nullptr, end - first,
+                out_row_step_);
+}
+
+void LoopExecution::ReduceRows(int64_t first, int64_t end, uint8_t* scratch,
+                               int64_t* idx) const {
+  const size_t nout = p_.reduce_outputs.size();
+  thread_local std::vector<uint8_t*> results;
+  thread_local std::vector<uint64_t> partials;
+  results.resize(nout);
+  partials.resize(nout);
+  for (size_t o = 0; o < nout; ++o) {
+    results[o] = static_cast<uint8_t*>(outputs_[o]) +
+                 first * hlo::ByteWidth(p_.reduce_outputs[o].type);
+  }
+  eval_->RunJit(first, 0, cols_, idx, scratch + p_.scratch_bytes,
+                kJitInitLanes | kJitFinishChunk | kJitFinishSegment,
+                reinterpret_cast<uint8_t*>(partials.data()), results.data(), end - first);
 }
 
 // Folds chunk `c` of segment `s` into `partial` (one word per output).
@@ -1202,8 +1278,12 @@ void LoopExecution::Run(int num_threads) const {
   }
   if (!p_.reduce) {
     ParallelFor(threads, rows_ * bpr_, [&](int64_t begin, int64_t end) {
-      uint8_t* scratch = ThreadScratch(ScratchBytes());
       std::vector<int64_t> idx = NewIndex(p_.shape.rank());
+      if (batch_rows_) {  // items are rows
+        StoreRows(begin, end, idx.data());
+        return;
+      }
+      uint8_t* scratch = ThreadScratch(ScratchBytes());
       std::vector<uint8_t*> vals(p_.nodes.size());
       for (int64_t item = begin; item < end; ++item) {
         const int64_t c0 = (item % bpr_) * kLoopBlock;
@@ -1218,6 +1298,10 @@ void LoopExecution::Run(int num_threads) const {
   ParallelFor(threads, segments_ * chunks_, [&](int64_t begin, int64_t end) {
     uint8_t* scratch = ThreadScratch(ScratchBytes());
     std::vector<int64_t> idx = NewIndex(p_.shape.rank());
+    if (batch_rows_) {  // tasks are segments, each one row
+      ReduceRows(begin, end, scratch, idx.data());
+      return;
+    }
     std::vector<uint8_t*> vals(p_.nodes.size());
     for (int64_t task = begin; task < end; ++task) {
       ReduceChunk(task / chunks_, task % chunks_, scratch, idx.data(), vals.data(),
@@ -1237,6 +1321,14 @@ void LoopExecution::RunUnits(int64_t begin, int64_t end) const {
   idx.back() = -1;
   vals.resize(p_.nodes.size());
   uint8_t* scratch = ThreadScratch(ScratchBytes());
+  if (batch_rows_ && !p_.reduce && begin % cols_ == 0 && end % cols_ == 0) {
+    if (end > begin) StoreRows(begin / cols_, end / cols_, idx.data());
+    return;
+  }
+  if (batch_rows_ && p_.reduce) {
+    if (end > begin) ReduceRows(begin, end, scratch, idx.data());
+    return;
+  }
   if (!p_.reduce) {
     for (int64_t e = begin; e < end;) {
       const int64_t row = e / cols_, c0 = e % cols_;

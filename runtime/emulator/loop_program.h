@@ -263,6 +263,13 @@ class LoopExecution {
   void ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t* idx, uint8_t** vals,
                    uint64_t* partial) const;
   void FinishSegment(int64_t s, const uint64_t* partials) const;
+  // Where element (row, c0) of the output is stored.
+  uint8_t* OutAt(int64_t row, int64_t c0, const int64_t* idx) const;
+  // Compiled programs whose rows are one item each (batch_rows_), rows
+  // [first, end) in one call: stored (elementwise / update programs) or
+  // reduced, one segment per row.
+  void StoreRows(int64_t first, int64_t end, int64_t* idx) const;
+  void ReduceRows(int64_t first, int64_t end, uint8_t* scratch, int64_t* idx) const;
   size_t ScratchBytes() const;
 
   const LoopProgram& p_;
@@ -272,6 +279,8 @@ class LoopExecution {
   // Elementwise / update programs.
   StoreKernel store_ = nullptr;
   bool uniform_ = false;  // every output element the same: a fill
+  bool batch_rows_ = false;  // see StoreRows / ReduceRows
+  int64_t out_row_step_ = 0;  // bytes from one output row to the next
   std::vector<int64_t> out_row_strides_;
   int64_t out_base_ = 0;
   // Reduce programs.
