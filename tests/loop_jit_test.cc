@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "hlo/ir/float16.h"
 #include "runtime/emulator/executor.h"
 #include "runtime/emulator/loop_jit.h"
 #include "runtime/emulator/plan.h"
@@ -167,6 +168,53 @@ TEST(LoopJit, FloatOpsMatchTheInterpreter) {
     args.push_back(testing::Lit(t, {7, 133}, FloatValues(7 * 133, 2)));
     const int compiled = ExpectJitMatches(*m, args, name + " zoo");
     if (LoopJitAvailable()) EXPECT_GE(compiled, 20) << name;
+  }
+}
+
+// f32 -> bf16 rounding of stored bf16 outputs, on bit patterns: NaNs whose
+// payload is only in the low 16 bits (quieted, never turned into an
+// infinity), both signs of quiet NaNs, ties to even either way, the largest
+// floats rounding up to infinity, subnormals; against F32ToBf16
+// (hlo/ir/float16.h) exactly, NaN bits included (a convert does no
+// arithmetic, so nothing is left to IEEE's choice). Rounding in registers
+// (bf16 arithmetic) is FloatOpsMatchTheInterpreter's.
+TEST(LoopJit, Bf16StoresMatchF32ToBf16BitForBit) {
+  const uint32_t patterns[] = {0x7f800001u, 0xff800001u, 0x7f80ffffu, 0x7f808000u, 0x7fc00000u,
+                               0xffc00001u, 0x7fbfffffu, 0x3f808000u, 0x3f818000u, 0xbf808000u,
+                               0x3f817fffu, 0x7f7fffffu, 0xff7fffffu, 0x7f7f7fffu, 0x00008000u,
+                               0x00018000u, 0x80007fffu, 0x7f800000u, 0xff800000u, 0x00000000u,
+                               0x80000000u, 0x3f800000u, 0x4049fdb0u, 0x0001ffffu};
+  const int64_t n = 5 * 67;
+  Literal x(hlo::Shape(PrimitiveType::kF32, {5, 67}));
+  std::mt19937 rng(11);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b = i % 3 == 0 ? patterns[(i / 3) % std::size(patterns)] : static_cast<uint32_t>(rng());
+    std::memcpy(x.raw() + 4 * i, &b, 4);
+  }
+  auto m = Parse(
+      "HloModule bf\nENTRY e { x = f32[5,67] parameter(0)\n"
+      "ROOT s = bf16[5,67] convert(x) }\n");
+  ASSERT_NE(m, nullptr);
+  std::vector<Literal> args;
+  args.push_back(std::move(x));
+  if (LoopJitAvailable()) EXPECT_EQ(CompiledPrograms(*m), 1);
+  for (LoopJitMode mode : {LoopJitMode::kAlways, LoopJitMode::kNever}) {
+    RunOptions o;
+    o.jit = mode;
+    auto got = RunModule(*m, args, o);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->outputs.size(), 1u);
+    for (int64_t i = 0; i < n; ++i) {
+      float v;
+      std::memcpy(&v, args[0].raw() + 4 * i, 4);
+      uint16_t stored;
+      std::memcpy(&stored, got->outputs[0].raw() + 2 * i, 2);
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      ASSERT_EQ(stored, hlo::F32ToBf16(v))
+          << "element " << i << " bits 0x" << std::hex << bits
+          << (mode == LoopJitMode::kAlways ? " (jit)" : " (interpreter)");
+    }
   }
 }
 

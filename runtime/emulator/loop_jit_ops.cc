@@ -90,33 +90,38 @@ Value* OpEmitter::FromStorage(PrimitiveType t, Value* v) {
   }
 }
 
-Value* OpEmitter::Bf16Bits(Value* f) {
+// Round to nearest even on the float's bits (bits + 0x7fff + the kept
+// lsb); NaN quieted instead (its quiet bit set: bit 22, bf16's bit 6). Both
+// in 32-bit lanes, so that a store packs the high halves of two vectors with
+// one shuffle and RoundBf16 masks them, neither shifting each vector down.
+Value* OpEmitter::Bf16High(Value* f) {
   llvm::Type* it = IntLike(f);
   Value* bits = b_->CreateBitCast(f, it);
-  Value* is_nan = b_->CreateICmpUGT(b_->CreateAnd(bits, ConstInt(it, 0x7fffffffu)),
-                                    ConstInt(it, 0x7f800000u));
-  Value* high = b_->CreateLShr(bits, ConstInt(it, 16));
-  Value* quiet = b_->CreateOr(high, ConstInt(it, 0x40u));
-  Value* lsb = b_->CreateAnd(high, ConstInt(it, 1));
-  Value* rounded = b_->CreateLShr(b_->CreateAdd(bits, b_->CreateAdd(ConstInt(it, 0x7fffu), lsb)),
-                                  ConstInt(it, 16));
+  Value* is_nan = b_->CreateFCmpUNO(f, f);
+  Value* lsb = b_->CreateAnd(b_->CreateLShr(bits, ConstInt(it, 16)), ConstInt(it, 1));
+  Value* rounded = b_->CreateAdd(bits, b_->CreateAdd(ConstInt(it, 0x7fffu), lsb));
+  Value* quiet = b_->CreateOr(bits, ConstInt(it, 0x400000u));
   return b_->CreateSelect(is_nan, quiet, rounded);
 }
 
 Value* OpEmitter::RoundBf16(Value* f) {
-  Value* h = Bf16Bits(f);
-  return b_->CreateBitCast(b_->CreateShl(h, ConstInt(h->getType(), 16)), f->getType());
+  Value* h = Bf16High(f);
+  return b_->CreateBitCast(b_->CreateAnd(h, ConstInt(h->getType(), 0xffff0000u)), f->getType());
 }
 
 Value* OpEmitter::ToStorage(PrimitiveType t, Value* v) {
   switch (t) {
     case PrimitiveType::kBF16: {
-      Value* h = Bf16Bits(v);
-      llvm::Type* i16 = b_->getInt16Ty();
-      if (auto* vt = llvm::dyn_cast<llvm::VectorType>(h->getType())) {
-        i16 = llvm::VectorType::get(i16, vt->getElementCount());
-      }
-      return b_->CreateTrunc(h, i16);
+      Value* h = Bf16High(v);
+      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(h->getType());
+      if (vt == nullptr) return b_->CreateTrunc(b_->CreateLShr(h, ConstInt(h->getType(), 16)),
+                                                b_->getInt16Ty());
+      // The odd 16-bit halves (little-endian: each lane's high half).
+      const int n = static_cast<int>(vt->getNumElements());
+      Value* halves = b_->CreateBitCast(h, llvm::FixedVectorType::get(b_->getInt16Ty(), 2 * n));
+      std::vector<int> odd(n);
+      for (int i = 0; i < n; ++i) odd[i] = 2 * i + 1;
+      return b_->CreateShuffleVector(halves, odd);
     }
     case PrimitiveType::kPred: {
       llvm::Type* i8 = b_->getInt8Ty();
@@ -187,8 +192,10 @@ Value* OpEmitter::Exp(Value* x) {
   llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "exp_done", fn);
   b_->CreateCondBr(all, fast, slow, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
   b_->SetInsertPoint(fast);
+  // ni << 23 is shifted's bits << 23 (the bias 0x4B400000 shifts out).
   Value* scaled = b_->CreateBitCast(
-      b_->CreateAdd(b_->CreateBitCast(y, it), b_->CreateShl(ni, ci(23))), ft);
+      b_->CreateAdd(b_->CreateBitCast(y, it), b_->CreateShl(b_->CreateBitCast(shifted, it), ci(23))),
+      ft);
   b_->CreateBr(done);
   b_->SetInsertPoint(slow);
   Value* n1 = b_->CreateAShr(ni, ci(1));

@@ -43,8 +43,9 @@ class OpEmitter {
   llvm::Value* ToStorage(hlo::PrimitiveType t, llvm::Value* v);
   // RoundToBf16 (hlo/ir/float16.h) of a float value.
   llvm::Value* RoundBf16(llvm::Value* f);
-  // The bf16 bits (i32 holding 16 bits) F32ToBf16 gives.
-  llvm::Value* Bf16Bits(llvm::Value* f);
+  // The bf16 bits F32ToBf16 gives, in the high 16 bits of an i32 (the low
+  // 16 bits are left over from the rounding: mask or shift them out).
+  llvm::Value* Bf16High(llvm::Value* f);
   // Rounds a float result of type t (bf16: RoundBf16; others unchanged).
   llvm::Value* Round(hlo::PrimitiveType t, llvm::Value* v);
 
