@@ -105,6 +105,18 @@ inline constexpr bool kFusedMultiplyAdd = false;
 inline VF MulAdd(VF a, VF b, VF c) { return a * b + c; }
 #endif
 
+// Square root of every lane, correctly rounded (the ISA's instruction).
+inline VF SqrtV(VF x) {
+#if defined(__AVX512F__)
+  // (the maskz form: GCC 12's _mm512_sqrt_ps trips -Wmaybe-uninitialized)
+  return (VF)_mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xffff), (__m512)x);
+#elif defined(__AVX2__)
+  return (VF)_mm256_sqrt_ps((__m256)x);
+#else
+  return (VF)_mm_sqrt_ps((__m128)x);
+#endif
+}
+
 // Whether every lane of a comparison result is true.
 inline bool AllTrue(VI mask) {
 #if defined(__AVX512F__)

@@ -16,6 +16,7 @@
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
+#include "tools/io/normal_fill.h"
 
 namespace tpuoff::tools {
 namespace {
@@ -57,12 +58,8 @@ uint64_t StreamSeed(const RandomInputOptions& o, const std::string& name) {
 // Fills `n` elements in fixed chunks, each from its own stream derived from
 // (stream seed, chunk index): parallel, and the values do not depend on the
 // thread count. fill_one(i, rng) sets element i.
-constexpr int64_t kChunk = 1 << 16;
-
-uint64_t ChunkSeed(uint64_t stream, int64_t chunk) {
-  Rng mix(stream ^ (static_cast<uint64_t>(chunk) * 0xd1b54a32d192ed03ull));
-  return mix.Next();
-}
+constexpr int64_t kChunk = kRandomChunk;
+uint64_t ChunkSeed(uint64_t stream, int64_t chunk) { return RandomChunkSeed(stream, chunk); }
 
 template <typename F>
 void FillChunked(int64_t n, uint64_t stream, F&& fill_one) {
@@ -94,110 +91,6 @@ void FillGeneric(Literal& lit, uint64_t stream) {
   });
 }
 
-// Writes n f32 values to element `first` onwards of an array literal of any
-// float type.
-void StoreFloats(Literal& lit, int64_t first, const float* v, int64_t n) {
-  switch (lit.shape().element_type()) {
-    case PrimitiveType::kF32:
-      std::memcpy(lit.data<float>() + first, v, n * sizeof(float));
-      return;
-    case PrimitiveType::kBF16: {
-      uint16_t* d = lit.data<uint16_t>() + first;
-      for (int64_t i = 0; i < n; ++i) d[i] = hlo::F32ToBf16(v[i]);
-      return;
-    }
-    case PrimitiveType::kF64: {
-      double* d = lit.data<double>() + first;
-      for (int64_t i = 0; i < n; ++i) d[i] = v[i];
-      return;
-    }
-    default:
-      for (int64_t i = 0; i < n; ++i) lit.SetFromDouble(first + i, v[i]);
-  }
-}
-
-// sin and cos of 2*pi*u for u in [0, 1): quadrant reduction and Taylor
-// polynomials on [-pi/4, pi/4] (|error| < 1e-7); the quadrant picked with
-// selects, not a table, so the loop over a chunk vectorises.
-inline void SinCos2Pi(float u, float* s, float* c) {
-  const float q = std::nearbyint(4.0f * u);           // quadrant 0..4
-  const float phi = (u - 0.25f * q) * 6.28318530718f;  // [-pi/4, pi/4]
-  const float p2 = phi * phi;
-  const float sp = phi * (1.0f + p2 * (-1.0f / 6 + p2 * (1.0f / 120 + p2 * (-1.0f / 5040))));
-  const float cp = 1.0f + p2 * (-0.5f + p2 * (1.0f / 24 + p2 * (-1.0f / 720 + p2 * (1.0f / 40320))));
-  const int k = static_cast<int>(q) & 3;
-  // k: 0 -> (sp, cp), 1 -> (cp, -sp), 2 -> (-sp, -cp), 3 -> (-cp, sp).
-  const float a = (k & 1) ? cp : sp;
-  const float b = (k & 1) ? sp : cp;
-  *s = (k & 2) ? -a : a;
-  *c = (k == 1 || k == 2) ? -b : b;
-}
-
-// f32 -> bf16, round to nearest even (finite inputs: Box-Muller values).
-inline uint16_t FiniteToBf16(float f) {
-  uint32_t w;
-  std::memcpy(&w, &f, sizeof(w));
-  return static_cast<uint16_t>((w + 0x7fffu + ((w >> 16) & 1u)) >> 16);
-}
-
-// N(0, stddev^2) by Box-Muller on 24-bit uniforms, both outputs used. The
-// generator is splitmix64, a counter: draw i of a chunk is a function of
-// (chunk seed, i), so every step below is a loop that vectorises (64 Ki
-// values per chunk, each chunk on one thread, walked in blocks of kPairs
-// pairs whose scratch stays in L1). Draw i is Rng(seed)'s (i+1)-th Next().
-// store(first, values, n) writes n f32 values from element `first` of the
-// chunk on.
-constexpr int64_t kPairs = 512;
-
-template <typename Store>
-void NormalChunk(uint64_t seed, int64_t len, float sd, Store&& store) {
-  alignas(64) float u1[kPairs], u2[kPairs], out[2 * kPairs];
-  const int64_t pairs = (len + 1) / 2;
-  for (int64_t p0 = 0; p0 < pairs; p0 += kPairs) {
-    const int64_t np = std::min(kPairs, pairs - p0);
-    for (int64_t i = 0; i < np; ++i) {
-      uint64_t z = seed + static_cast<uint64_t>(p0 + i + 1) * 0x9e3779b97f4a7c15ull;
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      z ^= z >> 31;
-      // 24-bit integers: exact through int32 (which converts in vectors).
-      u1[i] = (static_cast<float>(static_cast<int32_t>(z >> 40)) + 0.5f) * 0x1.0p-24f;  // (0, 1)
-      u2[i] = static_cast<float>(static_cast<int32_t>((z >> 16) & 0xffffff)) * 0x1.0p-24f;
-    }
-    runtime::simd::Log(u1, u1, np);
-    for (int64_t i = 0; i < np; ++i) {
-      const float radius = sd * std::sqrt(-2.0f * u1[i]);
-      float s, co;
-      SinCos2Pi(u2[i], &s, &co);
-      out[2 * i] = radius * co;
-      out[2 * i + 1] = radius * s;
-    }
-    store(2 * p0, out, std::min(2 * np, len - 2 * p0));
-  }
-}
-
-void FillNormal(Literal& lit, uint64_t stream, double stddev) {
-  const int64_t n = lit.num_elements();
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const float sd = static_cast<float>(stddev);
-  const PrimitiveType type = lit.shape().element_type();
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t len = std::min(kChunk, n - c * kChunk);
-    const int64_t base = c * kChunk;
-    if (type == PrimitiveType::kBF16) {
-      uint16_t* d = lit.data<uint16_t>() + base;
-      NormalChunk(ChunkSeed(stream, c), len, sd, [d](int64_t first, const float* v, int64_t m) {
-        for (int64_t i = 0; i < m; ++i) d[first + i] = FiniteToBf16(v[i]);
-      });
-    } else {
-      NormalChunk(ChunkSeed(stream, c), len, sd, [&lit, base](int64_t first, const float* v, int64_t m) {
-        StoreFloats(lit, base + first, v, m);
-      });
-    }
-  }
-}
-
 // Per-row log-sum-exp and chosen log-probability of a [B,T,V] logits
 // literal, in the kernel's temperature convention.
 struct RowStats {
@@ -224,22 +117,6 @@ void LoadRow(const Literal& logits, int64_t r, int64_t v, float* x) {
 }
 
 namespace simd = runtime::simd;
-
-// kLanes values of a row from element k on, times `scale`.
-inline simd::VF LoadScaled(const float* row, int64_t k, simd::VF scale) {
-  return simd::Load(row + k) * scale;
-}
-inline simd::VF LoadScaled(const uint16_t* row, int64_t k, simd::VF scale) {
-  typedef uint16_t VH __attribute__((vector_size(simd::kLanes * 2)));
-  typedef uint32_t VU __attribute__((vector_size(simd::kLanes * 4)));
-  VH h;
-  std::memcpy(&h, row + k, sizeof(h));
-  return (simd::VF)(__builtin_convertvector(h, VU) << 16) * scale;
-}
-inline float ScaledAt(const float* row, int64_t k, float scale) { return row[k] * scale; }
-inline float ScaledAt(const uint16_t* row, int64_t k, float scale) {
-  return hlo::Bf16ToF32(row[k]) * scale;
-}
 
 // lse of one row of v values (f32 or bf16) times `scale`, and the scaled
 // value at `chosen`: two passes over the row, the second in blocks that stay
@@ -301,8 +178,11 @@ void RowLse(const Src* row, int64_t v, float scale, float* scaled, int64_t chose
   *chosen_value = ScaledAt(row, chosen, scale);
 }
 
+// `known_lse`: the rows' lse, when FillNormal computed it as it generated
+// the logits (empty otherwise).
 RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
-                         const RandomInputOptions& o, bool with_entropy) {
+                         const RandomInputOptions& o, bool with_entropy,
+                         const std::vector<double>& known_lse) {
   const int64_t v = logits.shape().dimensions().back();
   const int64_t rows = logits.num_elements() / std::max<int64_t>(v, 1);
   const float scale = static_cast<float>(o.post_lse ? 1.0 : 1.0 / o.temperature);
@@ -324,7 +204,11 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
       float chosen = 0;
-      if (direct && type == PrimitiveType::kBF16) {
+      if (direct && static_cast<int64_t>(known_lse.size()) == rows) {
+        s.lse[r] = known_lse[r];
+        chosen = type == PrimitiveType::kBF16 ? ScaledAt(logits.data<uint16_t>() + r * v, y, scale)
+                                              : ScaledAt(logits.data<float>() + r * v, y, scale);
+      } else if (direct && type == PrimitiveType::kBF16) {
         RowLse(logits.data<uint16_t>() + r * v, v, scale, nullptr, y, &s.lse[r], &chosen);
       } else if (direct) {
         RowLse(logits.data<float>() + r * v, v, scale, nullptr, y, &s.lse[r], &chosen);
@@ -406,6 +290,15 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
 
   // Row statistics of the logits, computed once for every derived input.
   std::optional<RowStats> row_stats;
+  // The logits rows' lse, computed while they are generated when a derived
+  // input will need it (not with an entropy input: that path reads the
+  // rows again anyway).
+  std::vector<double> logits_lse;
+  bool wants_lse = by_name.count("entropy") == 0;
+  if (wants_lse) {
+    wants_lse = false;
+    for (const auto& [name, index] : by_name) wants_lse = wants_lse || IsDerived(name);
+  }
   // Pass 1: independent parameters. Pass 2: values derived from them.
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t i = 0; i < n; ++i) {
@@ -423,10 +316,17 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
         // GiB-sized: uninitialised (no zero-fill pass), first touched by
         // the threads that fill it.
         ASSIGN_OR_RETURN(args[i], UninitialisedArray(shape, name));
+        RowLseRequest lse;
+        if (name == "logits" && wants_lse && shape.rank() == 3) {
+          lse.row_length = shape.dimensions(2);
+          lse.scale = static_cast<float>(o.post_lse ? 1.0 : 1.0 / o.temperature);
+          lse.lse = &logits_lse;
+        }
         FillNormal(args[i], stream,
                    name == "lm_head"
                        ? 1.0 / std::sqrt(std::max<int64_t>(shape.dimensions(0), 1))
-                       : 1.0);
+                       : 1.0,
+                   lse.lse != nullptr ? &lse : nullptr);
         continue;
       }
       Literal lit(p->shape());
@@ -476,7 +376,8 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
             lit.num_elements() == ids->num_elements();
         if (consistent) {
           if (!row_stats.has_value()) {
-            row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0);
+            row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0,
+                                        logits_lse);
           }
           const RowStats& stats = *row_stats;
           const bool noisy =
