@@ -1132,18 +1132,21 @@ void LoopExecution::StoreRows(int64_t first, int64_t end, int64_t* idx) const {
 
 void LoopExecution::ReduceRows(int64_t first, int64_t end, uint8_t* scratch,
                                int64_t* idx) const {
-  const size_t nout = p_.reduce_outputs.size();
-  thread_local std::vector<uint8_t*> results;
   thread_local std::vector<uint64_t> partials;
-  results.resize(nout);
-  partials.resize(nout);
-  for (size_t o = 0; o < nout; ++o) {
-    results[o] = static_cast<uint8_t*>(outputs_[o]) +
-                 first * hlo::ByteWidth(p_.reduce_outputs[o].type);
-  }
+  partials.resize(p_.reduce_outputs.size());
   eval_->RunJit(first, 0, cols_, idx, scratch + p_.scratch_bytes,
                 kJitInitLanes | kJitFinishChunk | kJitFinishSegment,
-                reinterpret_cast<uint8_t*>(partials.data()), results.data(), end - first);
+                reinterpret_cast<uint8_t*>(partials.data()), ResultSlots(first), end - first);
+}
+
+uint8_t** LoopExecution::ResultSlots(int64_t segment) const {
+  thread_local std::vector<uint8_t*> results;
+  results.resize(p_.reduce_outputs.size());
+  for (size_t o = 0; o < results.size(); ++o) {
+    results[o] = static_cast<uint8_t*>(outputs_[o]) +
+                 segment * hlo::ByteWidth(p_.reduce_outputs[o].type);
+  }
+  return results.data();
 }
 
 // Folds chunk `c` of segment `s` into `partial` (one word per output).
@@ -1156,19 +1159,14 @@ void LoopExecution::ReduceChunk(int64_t s, int64_t c, uint8_t* scratch, int64_t*
     // and with one chunk per segment stores the segment's results too.
     const int64_t first = c * kReduceChunkBlocks;
     const int64_t end = std::min(seg_items_, first + kReduceChunkBlocks);
-    thread_local std::vector<uint8_t*> results;
-    results.resize(nout);
-    for (size_t o = 0; o < nout; ++o) {
-      results[o] = static_cast<uint8_t*>(outputs_[o]) +
-                   s * hlo::ByteWidth(p_.reduce_outputs[o].type);
-    }
+    uint8_t** results = ResultSlots(s);
     for (int64_t item = first; item < end; ++item) {
       const int64_t row = s * seg_rows_ + item / bpr_;
       const int64_t c0 = (item % bpr_) * kLoopBlock;
       int64_t flags = item == first ? kJitInitLanes : 0;
       if (item + 1 == end) flags |= kJitFinishChunk | (chunks_ == 1 ? kJitFinishSegment : 0);
       eval_->RunJit(row, c0, std::min(kLoopBlock, cols_ - c0), idx, acc_base, flags,
-                    reinterpret_cast<uint8_t*>(partial), results.data());
+                    reinterpret_cast<uint8_t*>(partial), results);
     }
     return;
   }

@@ -270,6 +270,9 @@ class LoopExecution {
   // reduced, one segment per row.
   void StoreRows(int64_t first, int64_t end, int64_t* idx) const;
   void ReduceRows(int64_t first, int64_t end, uint8_t* scratch, int64_t* idx) const;
+  // Each reduce output's slot for `segment` (this thread's array; a
+  // compiled program stores consecutive segments' results after it).
+  uint8_t** ResultSlots(int64_t segment) const;
   size_t ScratchBytes() const;
 
   const LoopProgram& p_;
