@@ -78,67 +78,67 @@ TEST(RandomInputsTest, ValuesDoNotDependOnTheThreadCount) {
 TEST(RandomInputsTest, DerivedInputsAreTheLogitsRowStatistics) {
   for (const char* dtype : {"f32", "bf16"}) {
     for (const char* mode : {"pre_softmax", "post_lse"}) {
-     for (const bool with_entropy : {true, false}) {
-      KernelFlags k;
-      k.kernel = "grpo_tiled";
-      k.mode = "bwd";
-      k.batch = 2;
-      k.seq = 3;
-      k.vocab = with_entropy ? 5003 : 70001;
-      k.logits_dtype = dtype;
-      k.temperature = 0.7;
-      k.temperature_mode = mode;
-      // With a coefficient the backward module takes `entropy` too.
-      k.entropy_coef = with_entropy ? 0.01 : 0.0;
-      auto m = BuildKernelModule(k);
-      ASSERT_TRUE(m.ok()) << m.status();
-      const hlo::HloComputation& entry = *(*m)->entry();
-      RandomInputOptions o;
-      o.seed = 9;
-      o.temperature = 0.7;
-      o.post_lse = std::string(mode) == "post_lse";
-      auto in = MakeRandomInputs(entry, o);
-      ASSERT_TRUE(in.ok()) << in.status();
-      auto arg = [&](const std::string& name) -> const hlo::Literal& {
-        for (int64_t i = 0; i < entry.num_parameters(); ++i) {
-          if (entry.parameter(i)->name() == name) return (*in)[i];
+      for (const bool with_entropy : {true, false}) {
+        KernelFlags k;
+        k.kernel = "grpo_tiled";
+        k.mode = "bwd";
+        k.batch = 2;
+        k.seq = 3;
+        k.vocab = with_entropy ? 5003 : 70001;
+        k.logits_dtype = dtype;
+        k.temperature = 0.7;
+        k.temperature_mode = mode;
+        // With a coefficient the backward module takes `entropy` too.
+        k.entropy_coef = with_entropy ? 0.01 : 0.0;
+        auto m = BuildKernelModule(k);
+        ASSERT_TRUE(m.ok()) << m.status();
+        const hlo::HloComputation& entry = *(*m)->entry();
+        RandomInputOptions o;
+        o.seed = 9;
+        o.temperature = 0.7;
+        o.post_lse = std::string(mode) == "post_lse";
+        auto in = MakeRandomInputs(entry, o);
+        ASSERT_TRUE(in.ok()) << in.status();
+        auto arg = [&](const std::string& name) -> const hlo::Literal& {
+          for (int64_t i = 0; i < entry.num_parameters(); ++i) {
+            if (entry.parameter(i)->name() == name) return (*in)[i];
+          }
+          ADD_FAILURE() << "no parameter " << name;
+          return (*in)[0];
+        };
+        const hlo::Literal& z = arg("logits");
+        const hlo::Literal& ids = arg("chosen_ids");
+        const int64_t v = k.vocab, rows = k.batch * k.seq;
+        // lse and logp over z·scale; entropy of softmax(z/τ) in both modes.
+        const double scale = o.post_lse ? 1.0 : 1.0 / 0.7;
+        for (int64_t r = 0; r < rows; ++r) {
+          double mx = -INFINITY, mu = -INFINITY;
+          for (int64_t j = 0; j < v; ++j) {
+            mx = std::max(mx, z.GetAsDouble(r * v + j) * scale);
+            mu = std::max(mu, z.GetAsDouble(r * v + j) / 0.7);
+          }
+          double se = 0, st = 0, sut = 0;
+          for (int64_t j = 0; j < v; ++j) {
+            se += std::exp(z.GetAsDouble(r * v + j) * scale - mx);
+            const double u = z.GetAsDouble(r * v + j) / 0.7 - mu;
+            st += std::exp(u);
+            sut += std::exp(u) * u;
+          }
+          const double lse = mx + std::log(se);
+          double logp = z.GetAsDouble(r * v + ids.GetAsInt64(r)) * scale - lse;
+          if (o.post_lse) logp /= 0.7;
+          const double entropy = std::log(st) - sut / st;
+          const std::string where = std::string(dtype) + " " + mode + " V=" + std::to_string(v) +
+                                    " row " + std::to_string(r);
+          // f32 exps, f64 sums, stored as f32: a few f32 ulps of the value.
+          EXPECT_NEAR(arg("lse").GetAsDouble(r), lse, 4e-6 * std::fabs(lse)) << where;
+          EXPECT_NEAR(arg("logp").GetAsDouble(r), logp, 4e-6 * std::fabs(lse)) << where;
+          if (with_entropy) {
+            EXPECT_NEAR(arg("entropy").GetAsDouble(r), entropy, 4e-6 * std::fabs(entropy)) << where;
+          }
+          EXPECT_GT(entropy, 1.0) << where;  // not a degenerate row
         }
-        ADD_FAILURE() << "no parameter " << name;
-        return (*in)[0];
-      };
-      const hlo::Literal& z = arg("logits");
-      const hlo::Literal& ids = arg("chosen_ids");
-      const int64_t v = k.vocab, rows = k.batch * k.seq;
-      // lse and logp over z·scale; entropy of softmax(z/τ) in both modes.
-      const double scale = o.post_lse ? 1.0 : 1.0 / 0.7;
-      for (int64_t r = 0; r < rows; ++r) {
-        double mx = -INFINITY, mu = -INFINITY;
-        for (int64_t j = 0; j < v; ++j) {
-          mx = std::max(mx, z.GetAsDouble(r * v + j) * scale);
-          mu = std::max(mu, z.GetAsDouble(r * v + j) / 0.7);
-        }
-        double se = 0, st = 0, sut = 0;
-        for (int64_t j = 0; j < v; ++j) {
-          se += std::exp(z.GetAsDouble(r * v + j) * scale - mx);
-          const double u = z.GetAsDouble(r * v + j) / 0.7 - mu;
-          st += std::exp(u);
-          sut += std::exp(u) * u;
-        }
-        const double lse = mx + std::log(se);
-        double logp = z.GetAsDouble(r * v + ids.GetAsInt64(r)) * scale - lse;
-        if (o.post_lse) logp /= 0.7;
-        const double entropy = std::log(st) - sut / st;
-        const std::string where = std::string(dtype) + " " + mode + " V=" + std::to_string(v) +
-                                  " row " + std::to_string(r);
-        // f32 exps, f64 sums, stored as f32: a few f32 ulps of the value.
-        EXPECT_NEAR(arg("lse").GetAsDouble(r), lse, 4e-6 * std::fabs(lse)) << where;
-        EXPECT_NEAR(arg("logp").GetAsDouble(r), logp, 4e-6 * std::fabs(lse)) << where;
-        if (with_entropy) {
-          EXPECT_NEAR(arg("entropy").GetAsDouble(r), entropy, 4e-6 * std::fabs(entropy)) << where;
-        }
-        EXPECT_GT(entropy, 1.0) << where;  // not a degenerate row
       }
-     }
     }
   }
 }

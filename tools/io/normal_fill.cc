@@ -23,7 +23,6 @@ constexpr int kGroup = 2 * kGroupPairs;
 // of f32 scratch, in L1 throughout.
 constexpr int64_t kBlock = 1024;
 
-
 VU SplatU(uint32_t v) { return VU{} + v; }
 
 // A 32-bit integer hash with full avalanche (Wellons' "lowbias32" shape,
@@ -234,7 +233,9 @@ void BlockLse(const float* x, int64_t n, float scale, double* max_out, double* s
   }
   if (k < n) {
     float tail[simd::kLanes];
-    for (int l = 0; l < simd::kLanes; ++l) tail[l] = k + l < n ? ScaledAt(x, k + l, scale) : -INFINITY;
+    for (int l = 0; l < simd::kLanes; ++l) {
+      tail[l] = k + l < n ? ScaledAt(x, k + l, scale) : -INFINITY;
+    }
     acc += simd::ExpV(simd::Load(tail) - vmx);
   }
   double s = 0;
