@@ -57,36 +57,61 @@ class Pool {
     std::unique_lock<std::mutex> lock(run_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     const int chunks = static_cast<int>(std::min<int64_t>({num_threads, size(), n}));
+    const int64_t pieces = std::min<int64_t>({n, int64_t{kPiecesPerThread} * chunks, kMaxPieces});
     fn_ = &fn;
     n_ = n;
-    pieces_ = std::min<int64_t>(n, int64_t{kPiecesPerThread} * chunks);
-    next_piece_.store(0);
-    remaining_.store(chunks - 1);
-    // One word carries the generation and the chunk count, so a worker that
-    // was not part of the previous loop never reads this loop's fields.
+    done_.store(0, std::memory_order_relaxed);
+    const uint64_t gen = (job_.load() >> 32) + 1;
+    // Published before job_: a worker that sees the new job finds its pieces.
+    claim_.store(gen << 32 | static_cast<uint64_t>(pieces) << 16, std::memory_order_release);
     {
       std::lock_guard<std::mutex> l(mu_);
-      const uint64_t gen = (job_.load() >> 32) + 1;
       job_.store(gen << 32 | static_cast<uint32_t>(chunks), std::memory_order_release);
     }
     job_cv_.notify_all();
-    RunChunk(0, chunks);
-    if (!SpinFor(kSpinMicros, [&] { return remaining_.load(std::memory_order_acquire) == 0; })) {
+    RunPieces(static_cast<uint32_t>(gen));
+    // Waits for the pieces other threads took, not for the threads: a worker
+    // still asleep (or not yet scheduled) when the pieces ran out is not
+    // waited for; it finds none left when it wakes.
+    auto all_done = [&] { return done_.load(std::memory_order_acquire) == pieces; };
+    if (!SpinFor(kSpinMicros, all_done)) {
       std::unique_lock<std::mutex> l(mu_);
-      done_cv_.wait(l, [&] { return remaining_.load(std::memory_order_acquire) == 0; });
+      done_cv_.wait(l, all_done);
     }
     fn_ = nullptr;
     return true;
   }
 
  private:
-  // Takes pieces until none is left: a participant delayed by the OS (other
-  // load on its core) just takes fewer, instead of holding up the loop.
-  void RunChunk(int /*c*/, int /*chunks*/) {
-    for (int64_t p; (p = next_piece_.fetch_add(1, std::memory_order_relaxed)) < pieces_;) {
-      const int64_t begin = n_ * p / pieces_;
-      const int64_t end = n_ * (p + 1) / pieces_;
+  // Largest piece count (16 bits of claim_).
+  static constexpr int64_t kMaxPieces = 0xffff;
+
+  // Takes pieces of loop `gen` until none is left: a participant delayed by
+  // the OS (other load on its core) just takes fewer, instead of holding up
+  // the loop. A piece is claimed by one compare-and-swap on the word holding
+  // the generation, the piece count and the next piece, so a thread that
+  // comes late (its loop finished, maybe the next one started) never takes a
+  // piece of a loop it did not see, and the loop's fields are stable while
+  // it runs a piece it claimed (the caller waits for every piece).
+  void RunPieces(uint32_t gen) {
+    uint64_t s = claim_.load(std::memory_order_acquire);
+    while (true) {
+      const int64_t next = static_cast<int64_t>(s & 0xffff);
+      const int64_t pieces = static_cast<int64_t>((s >> 16) & 0xffff);
+      if (static_cast<uint32_t>(s >> 32) != gen || next >= pieces) return;
+      if (!claim_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+        continue;  // s reloaded
+      }
+      const int64_t begin = n_ * next / pieces;
+      const int64_t end = n_ * (next + 1) / pieces;
       if (begin < end) (*fn_)(begin, end);
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == pieces) {
+        // Taking the lock orders this after a caller's predicate check.
+        { std::lock_guard<std::mutex> l(mu_); }
+        done_cv_.notify_one();
+      }
+      s = claim_.load(std::memory_order_acquire);
     }
   }
 
@@ -100,31 +125,23 @@ class Pool {
       seen = job_.load(std::memory_order_acquire);
       if (stop_.load()) return;
       const int chunks = static_cast<int>(seen & 0xffffffffu);
-      if (index < chunks) {
-        RunChunk(index, chunks);
-        if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          // Taking the lock orders this after a caller's predicate check.
-          { std::lock_guard<std::mutex> l(mu_); }
-          done_cv_.notify_one();
-        }
-      }
+      if (index < chunks) RunPieces(static_cast<uint32_t>(seen >> 32));
     }
   }
 
   std::vector<std::thread> threads_;
   std::mutex run_mu_;
-  // Sleeping (after the spin) on job_ / remaining_ changes. std::atomic::wait
+  // Sleeping (after the spin) on job_ / done_ changes. std::atomic::wait
   // is avoided: GCC 12's implementation can lose wake-ups.
   std::mutex mu_;
   std::condition_variable job_cv_, done_cv_;
-  std::atomic<uint64_t> job_{0};  // generation << 32 | chunks
-  std::atomic<int> remaining_{0};
+  std::atomic<uint64_t> job_{0};    // generation << 32 | chunks
+  std::atomic<uint64_t> claim_{0};  // generation << 32 | pieces << 16 | next piece
+  std::atomic<int64_t> done_{0};    // pieces of the loop in flight that returned
   std::atomic<bool> stop_{false};
-  // The loop in flight (written before job_ is published).
+  // The loop in flight (written before claim_ is published).
   absl::FunctionRef<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
-  int64_t pieces_ = 0;
-  std::atomic<int64_t> next_piece_{0};
 };
 
 Pool& GlobalPool() {
