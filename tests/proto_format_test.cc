@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -745,6 +746,44 @@ TEST_F(ProtoImportErrors, TupleIndexOutOfRange) {
   ASSERT_NE(gte, nullptr);
   gte->set_tuple_index(7);
   ExpectError(absl::StatusCode::kInvalidArgument, {"tuple_index 7 is out of range"});
+}
+
+// Convolution dimension numbers arrive unchecked from a proto (found by the
+// proto_import fuzzer: the verifier read operand dimensions at whatever index
+// the proto named). Each corruption must fail verification with its reason.
+TEST(ProtoImportVerify, ConvolutionDimensionNumbersOutOfRange) {
+  auto parsed = ParseHloText(R"(HloModule conv
+ENTRY main {
+  x = f32[2,5,5,3] parameter(0)
+  w = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[2,5,5,4] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+})", "conv");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(VerifyModule(**parsed).ok()) << VerifyModule(**parsed);
+  const xla::HloModuleProto good = ToProto(**parsed);
+  using Dims = xla::ConvolutionDimensionNumbers;
+  const std::vector<std::pair<std::function<void(Dims*)>, std::string>> cases = {
+      {[](Dims* d) { d->set_input_batch_dimension(40); }, "input dimension numbers"},
+      {[](Dims* d) { d->set_input_feature_dimension(-1); }, "input dimension numbers"},
+      {[](Dims* d) { d->set_input_spatial_dimensions(1, 0); }, "input dimension numbers"},
+      {[](Dims* d) { d->set_kernel_input_feature_dimension(7); }, "kernel dimension numbers"},
+      {[](Dims* d) { d->set_kernel_spatial_dimensions(0, 3); }, "kernel dimension numbers"},
+      {[](Dims* d) { d->add_kernel_spatial_dimensions(2); }, "spatial dimensions"},
+      {[](Dims* d) { d->set_output_feature_dimension(int64_t{1} << 40); },
+       "output dimension numbers"},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    xla::HloModuleProto proto = good;
+    xla::HloInstructionProto* conv = MutableInstr(&proto, "c");
+    ASSERT_NE(conv, nullptr);
+    cases[k].first(conv->mutable_convolution_dimension_numbers());
+    auto imported = FromProto(proto);
+    if (!imported.ok()) continue;  // rejected on import: also fine
+    const absl::Status verified = VerifyModule(**imported);
+    ASSERT_FALSE(verified.ok()) << "case " << k;
+    EXPECT_THAT(verified.message(), HasSubstr("convolution")) << "case " << k;
+    EXPECT_THAT(verified.message(), HasSubstr(cases[k].second)) << "case " << k << ": " << verified;
+  }
 }
 
 TEST_F(ProtoImportErrors, MissingEntry) {

@@ -54,6 +54,15 @@ absl::Status CheckComparator(HloOpcode op, const HloComputation* comp,
   return absl::OkStatus();
 }
 
+// True when `batch`, `feature` and `spatial` name each of 0..rank-1 once.
+bool IsPermutation(int64_t batch, int64_t feature, const std::vector<int64_t>& spatial,
+                   int64_t rank) {
+  std::set<int64_t> seen = {batch, feature};
+  seen.insert(spatial.begin(), spatial.end());
+  return static_cast<int64_t>(seen.size()) == rank && spatial.size() + 2 == seen.size() &&
+         *seen.begin() >= 0 && *seen.rbegin() < rank;
+}
+
 absl::StatusOr<Shape> InferConvolution(Span operands, const HloAttributes& a,
                                        const Shape* declared) {
   const HloOpcode op = HloOpcode::kConvolution;
@@ -70,6 +79,26 @@ absl::StatusOr<Shape> InferConvolution(Span operands, const HloAttributes& a,
   }
   if (static_cast<int64_t>(a.window.size()) != ns) {
     return Err(op, absl::StrCat("window has ", a.window.size(), " dimensions, expected ", ns));
+  }
+  // Dimension numbers from a proto are not checked on import: every use
+  // below indexes the operands with them.
+  if (static_cast<int64_t>(d.kernel_spatial_dimensions.size()) != ns ||
+      static_cast<int64_t>(d.output_spatial_dimensions.size()) != ns) {
+    return Err(op, absl::StrCat("input, kernel and output name different numbers of spatial "
+                                "dimensions: ",
+                                ConvolutionDimensionNumbersToString(d)));
+  }
+  if (!IsPermutation(d.input_batch_dimension, d.input_feature_dimension,
+                     d.input_spatial_dimensions, ns + 2)) {
+    return Err(op, "input dimension numbers are not a permutation");
+  }
+  if (!IsPermutation(d.kernel_output_feature_dimension, d.kernel_input_feature_dimension,
+                     d.kernel_spatial_dimensions, ns + 2)) {
+    return Err(op, "kernel dimension numbers are not a permutation");
+  }
+  if (!IsPermutation(d.output_batch_dimension, d.output_feature_dimension,
+                     d.output_spatial_dimensions, ns + 2)) {
+    return Err(op, "output dimension numbers are not a permutation");
   }
   if (a.feature_group_count < 1 || a.batch_group_count < 1) {
     return Err(op, "feature_group_count and batch_group_count must be >= 1");
@@ -101,12 +130,6 @@ absl::StatusOr<Shape> InferConvolution(Span operands, const HloAttributes& a,
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> spatial, WindowOutputDimensions(base, a.window));
   std::vector<int64_t> dims(ns + 2, 0);
-  std::set<int64_t> seen = {d.output_batch_dimension, d.output_feature_dimension};
-  for (int64_t s : d.output_spatial_dimensions) seen.insert(s);
-  if (static_cast<int64_t>(seen.size()) != ns + 2 || *seen.begin() < 0 ||
-      *seen.rbegin() >= ns + 2) {
-    return Err(op, "output dimension numbers are not a permutation");
-  }
   dims[d.output_batch_dimension] = batch / a.batch_group_count;
   dims[d.output_feature_dimension] = k_out;
   for (int64_t i = 0; i < ns; ++i) dims[d.output_spatial_dimensions[i]] = spatial[i];
