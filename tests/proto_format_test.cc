@@ -786,6 +786,25 @@ ENTRY main {
   }
 }
 
+// Inputs the fuzzer once crashed on (tests/fuzz/corpus_proto/regress_*, kept
+// as seeds): each must be refused, on import or by the verifier, with a
+// status (the sanitizer build runs this test too).
+TEST(ProtoImportVerify, FuzzerRegressionsAreRefused) {
+  const std::filesystem::path dir =
+      std::filesystem::path(TPUOFF_SOURCE_DIR) / "tests/fuzz/corpus_proto";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("regress_", 0) != 0) continue;
+    ++seen;
+    auto imported = ModuleFromProtoBytes(ReadFile(entry.path().string()));
+    if (!imported.ok()) continue;
+    const absl::Status verified = VerifyModule(**imported);
+    EXPECT_FALSE(verified.ok()) << name;
+  }
+  EXPECT_GE(seen, 2);
+}
+
 TEST_F(ProtoImportErrors, MissingEntry) {
   proto_.set_entry_computation_id(12345);
   ExpectError(absl::StatusCode::kInvalidArgument, {"missing entry computation"});
