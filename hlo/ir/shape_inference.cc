@@ -566,6 +566,9 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       const Shape& in = *operands[0];
       const int64_t from = ByteWidth(in.element_type());
       const int64_t to = ByteWidth(declared->element_type());
+      if (!declared->IsArray() || from <= 0 || to <= 0) {
+        return Err(op, absl::StrCat("cannot reinterpret ", Str(in), " as ", Str(*declared)));
+      }
       std::vector<int64_t> dims = in.dimensions();
       if (to < from) {
         dims.push_back(from / to);
@@ -613,11 +616,13 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
           return Err(op, absl::StrCat("bad slice [", s.start, ":", s.limit, ":", s.stride,
                                       "] for dimension ", i, " of size ", in.dimensions(i)));
         }
-        dims.push_back((s.limit - s.start + s.stride - 1) / s.stride);
+        const int64_t extent = s.limit - s.start;  // 0 <= extent <= the dimension
+        dims.push_back(extent == 0 ? 0 : (extent - 1) / s.stride + 1);
       }
       return Shape(in.element_type(), dims);
     }
     case HloOpcode::kDynamicSlice: {
+      if (operands.empty()) return Err(op, "needs an operand and its start indices");
       RETURN_IF_ERROR(NeedArrays(op, operands));
       const Shape& in = *operands[0];
       if (static_cast<int64_t>(operands.size()) != 1 + in.rank()) {
@@ -638,6 +643,7 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return Shape(in.element_type(), attrs.dynamic_slice_sizes);
     }
     case HloOpcode::kDynamicUpdateSlice: {
+      if (operands.size() < 2) return Err(op, "needs an operand, an update and start indices");
       RETURN_IF_ERROR(NeedArrays(op, operands));
       const Shape& in = *operands[0];
       const Shape& update = *operands[1];
@@ -692,9 +698,15 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       for (int64_t i = 0; i < in.rank(); ++i) {
         const PaddingDimension& p = attrs.padding[i];
         if (p.interior_padding < 0) return Err(op, "negative interior padding");
-        int64_t size = in.dimensions(i);
-        int64_t out = p.edge_padding_low + p.edge_padding_high + size +
-                      std::max<int64_t>(size - 1, 0) * p.interior_padding;
+        const int64_t size = in.dimensions(i);
+        int64_t interior = 0, out = 0;
+        if (__builtin_mul_overflow(std::max<int64_t>(size - 1, 0), p.interior_padding,
+                                   &interior) ||
+            __builtin_add_overflow(size, interior, &out) ||
+            __builtin_add_overflow(out, p.edge_padding_low, &out) ||
+            __builtin_add_overflow(out, p.edge_padding_high, &out)) {
+          return Err(op, absl::StrCat("padding of dimension ", i, " overflows"));
+        }
         if (out < 0) return Err(op, "padding yields a negative size");
         dims.push_back(out);
       }
