@@ -54,13 +54,14 @@ absl::Status CheckComparator(HloOpcode op, const HloComputation* comp,
   return absl::OkStatus();
 }
 
-// True when `batch`, `feature` and `spatial` name each of 0..rank-1 once.
+// True when `batch`, `feature` and `spatial` (rank - 2 of them) name each of
+// 0..rank-1 once.
 bool IsPermutation(int64_t batch, int64_t feature, const std::vector<int64_t>& spatial,
                    int64_t rank) {
   std::set<int64_t> seen = {batch, feature};
   seen.insert(spatial.begin(), spatial.end());
-  return static_cast<int64_t>(seen.size()) == rank && spatial.size() + 2 == seen.size() &&
-         *seen.begin() >= 0 && *seen.rbegin() < rank;
+  return static_cast<int64_t>(seen.size()) == rank && *seen.begin() >= 0 &&
+         *seen.rbegin() < rank;
 }
 
 absl::StatusOr<Shape> InferConvolution(Span operands, const HloAttributes& a,
