@@ -13,16 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "hlo/ir/computation.h"
 #include "hlo/ir/module.h"
 #include "hlo/ir/shape_inference.h"
+#include "hlo/ir/verifier.h"
 #include "hlo/text/text_parser.h"
 
 namespace tpuoff::hlo {
 namespace {
 
-#define TPUOFF_COUNT_OPCODE(enum_name, text, arity, kind) +1
+#define TPUOFF_COUNT_OPCODE(enum_name, text, arity, min_operands, kind) +1
 constexpr int kNumOpcodes = 0 TPUOFF_HLO_OPCODE_LIST(TPUOFF_COUNT_OPCODE);
 #undef TPUOFF_COUNT_OPCODE
 
@@ -193,6 +195,62 @@ TEST_F(ShapeRuleSweep, RandomHostileAttributes) {
       Check(op, operands, attrs, called_lists[rng() % called_lists.size()], declared);
     }
   }
+}
+
+// The opcode table's minimum operand count is checked before any rule runs:
+// every list one operand short is refused with that message, whatever the
+// operands, attributes, called computations or declared shape.
+TEST_F(ShapeRuleSweep, OneOperandShortOfTheTableMinimumIsRefused) {
+  const std::vector<Shape> pool = ShapePool();
+  const HloAttributes attrs;
+  int variadic_with_minimum = 0;
+  for (int o = 0; o < kNumOpcodes; ++o) {
+    const HloOpcode op = static_cast<HloOpcode>(o);
+    const int min = OpcodeMinOperands(op);
+    if (OpcodeArity(op) != kVariadic) {
+      EXPECT_EQ(min, OpcodeArity(op)) << HloOpcodeString(op);
+      continue;
+    }
+    if (min == 0) continue;
+    ++variadic_with_minimum;
+    const int n = min - 1;
+    int total = 1;
+    for (int i = 0; i < n; ++i) total *= static_cast<int>(pool.size());
+    for (int code = 0; code < total; ++code) {
+      std::vector<const Shape*> operands;
+      for (int i = 0, c = code; i < n; ++i, c /= static_cast<int>(pool.size())) {
+        operands.push_back(&pool[c % pool.size()]);
+      }
+      for (const auto& called : CalledLists()) {
+        for (const Shape* declared : {static_cast<const Shape*>(nullptr), &pool[3]}) {
+          absl::StatusOr<Shape> shape = InferShape(op, operands, attrs, called, declared);
+          ASSERT_FALSE(shape.ok()) << HloOpcodeString(op) << " accepted " << n << " operands";
+          EXPECT_NE(shape.status().message().find(absl::StrCat("at least ", min, " operands")),
+                    std::string::npos)
+              << HloOpcodeString(op) << ": " << shape.status().message();
+        }
+      }
+    }
+  }
+  // dynamic-slice, dynamic-update-slice, concatenate, reduce, reduce-window,
+  // convolution, scatter, sort, conditional, rng and five collectives.
+  EXPECT_EQ(variadic_with_minimum, 15);
+}
+
+// From HLO text, as the module_run fuzzer wrote it: the verifier names the
+// instruction and the minimum.
+TEST_F(ShapeRuleSweep, TextModuleOneOperandShortIsRefusedWithTheMinimum) {
+  auto parsed = ParseHloText(R"(HloModule short
+ENTRY main {
+  acc = f32[4,8] parameter(0)
+  ROOT u = f32[4,8] dynamic-update-slice(acc)
+})", "short");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();  // the parser reads, the verifier checks
+  const absl::Status verified = VerifyModule(**parsed);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_NE(verified.message().find("instruction u"), std::string::npos) << verified;
+  EXPECT_NE(verified.message().find("dynamic-update-slice"), std::string::npos) << verified;
+  EXPECT_NE(verified.message().find("at least 2 operands"), std::string::npos) << verified;
 }
 
 }  // namespace

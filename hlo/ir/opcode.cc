@@ -6,15 +6,27 @@ namespace {
 struct OpcodeInfo {
   absl::string_view name;
   int arity;
+  int min_operands;
   OpcodeKind kind;
 };
 
 constexpr OpcodeInfo kOpcodeInfo[] = {
-#define TPUOFF_OPCODE_INFO(enum_name, text, arity, kind) \
-  {text, arity, OpcodeKind::kind},
+#define TPUOFF_OPCODE_INFO(enum_name, text, arity, min_operands, kind) \
+  {text, arity, min_operands, OpcodeKind::kind},
     TPUOFF_HLO_OPCODE_LIST(TPUOFF_OPCODE_INFO)
 #undef TPUOFF_OPCODE_INFO
 };
+
+// A fixed count is its own minimum; a variadic minimum is not negative.
+constexpr bool MinimumsConsistent() {
+  for (const OpcodeInfo& info : kOpcodeInfo) {
+    if (info.arity == kVariadic ? info.min_operands < 0 : info.min_operands != info.arity) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(MinimumsConsistent(), "opcode table: min_operands must equal a fixed arity");
 
 }  // namespace
 
@@ -35,6 +47,10 @@ std::optional<HloOpcode> StringToHloOpcode(absl::string_view name) {
 
 int OpcodeArity(HloOpcode opcode) {
   return kOpcodeInfo[static_cast<int>(opcode)].arity;
+}
+
+int OpcodeMinOperands(HloOpcode opcode) {
+  return kOpcodeInfo[static_cast<int>(opcode)].min_operands;
 }
 
 OpcodeKind GetOpcodeKind(HloOpcode opcode) {

@@ -423,6 +423,10 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
   if (arity != kVariadic && static_cast<int>(operands.size()) != arity) {
     return Err(op, absl::StrCat("expects ", arity, " operands, got ", operands.size()));
   }
+  if (static_cast<int64_t>(operands.size()) < OpcodeMinOperands(op)) {
+    return Err(op, absl::StrCat("expects at least ", OpcodeMinOperands(op), " operands, got ",
+                                operands.size()));
+  }
   if (IsElementwiseUnary(op) || IsElementwiseBinary(op)) {
     return Elementwise(op, operands);
   }

@@ -40,8 +40,8 @@ absl::Status Annotate(const absl::Status& s, absl::string_view where) {
   return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
 }
 
-// Fixed arity from the opcode table; for variadic opcodes the minimum (and
-// parity) their shape rules index into without further checks.
+// Fixed arity and, for variadic opcodes, the minimum from the opcode table;
+// and the parity of reduce / reduce-window / scatter operand lists.
 absl::Status CheckOperandCount(HloOpcode op, int64_t n, absl::string_view where) {
   const int arity = OpcodeArity(op);
   if (arity != kVariadic) {
@@ -51,28 +51,7 @@ absl::Status CheckOperandCount(HloOpcode op, int64_t n, absl::string_view where)
     }
     return absl::OkStatus();
   }
-  int64_t min = 0;
-  switch (op) {
-    case HloOpcode::kDynamicSlice:
-    case HloOpcode::kConcatenate:
-    case HloOpcode::kConditional:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll:
-      min = 1;
-      break;
-    case HloOpcode::kDynamicUpdateSlice:
-    case HloOpcode::kReduce:
-    case HloOpcode::kReduceWindow:
-      min = 2;
-      break;
-    case HloOpcode::kScatter:
-      min = 3;
-      break;
-    default:
-      break;
-  }
+  const int64_t min = OpcodeMinOperands(op);
   if (n < min) {
     return Invalid(where, absl::StrCat("opcode ", HloOpcodeString(op), " needs at least ",
                                        min, " operands but operand_ids has ", n));
