@@ -38,7 +38,17 @@ struct CachedBlock {
 // (MADV_HUGEPAGE, this guest's THP mode is `madvise` with direct
 // compaction) 0.23-2.96 s depending on how fragmented free memory is, so
 // not used. (Earlier, at load average ~10: first touch 5.7-6.2 s,
-// MAP_POPULATE 3.0-3.9 s, huge pages 5.6-12 s.)
+// MAP_POPULATE 3.0-3.9 s, huge pages 5.6-12 s.) Measured again on
+// 2026-11-29 with 14 GB of free 4 MiB blocks (no compaction stalls, every
+// fault a huge page), 1.16 GiB on two threads: huge pages 0.15-0.20 s
+// when run back to back but 0.92-1.12 s after 8 s idle, 4 KiB pages
+// 0.32-0.46 s either way (plus 0.13-0.16 s to unmap them, huge: 5 ms).
+// This guest's virtio balloon does free page reporting (feature bit 5 in
+// /sys/bus/virtio/drivers/virtio_balloon/virtio0/features): free blocks of
+// 2 MiB and more go back to the host a few seconds after they are freed,
+// and a huge page is carved from exactly such a block, so a process
+// started after a pause pays the host's faults too; small pages come from
+// smaller fragments, which the guest keeps backed.
 // Every large block is written in full by its user (device buffers,
 // inputs, outputs), so populating costs no memory that would not be used;
 // a block the host cannot back is refused here (nullptr: the caller's
