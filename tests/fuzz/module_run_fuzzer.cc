@@ -1,11 +1,13 @@
 // libFuzzer target running small fuzzed modules end to end: parse (HLO
-// text) -> verify -> plan (static memory analysis) -> run on the emulator
+// text, or a binary HloModuleProto when the bytes are not text) -> verify -> plan (static memory analysis) -> run on the emulator
 // under limits (at most 16 iterations per while loop, 2 s of wall time,
 // 64 MiB of planned device memory, bounded work per op). Any input must
 // end in OK or a clean error; a module that runs must run again to
 // bit-identical outputs (the emulator is deterministic).
 // Seeds: tests/fuzz/corpus_module_run (small modules: loops, calls,
-// conditionals, collectives on 2-4 devices, reductions, fusion chains).
+// conditionals, collectives on 2-4 devices, reductions, fusion chains) and
+// corpus_module_run_proto (a link to corpus_proto: the builder tests'
+// modules as protos).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "hlo/analysis/memory_analysis.h"
 #include "hlo/ir/verifier.h"
+#include "hlo/proto/proto_io.h"
 #include "hlo/text/text_parser.h"
 #include "runtime/emulator/executor.h"
 
@@ -71,6 +74,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (1 << 14)) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
   auto module = hlo::ParseHloText(text, "fuzz.hlo");
+  // Not HLO text: a binary HloModuleProto, which can carry attributes text
+  // cannot spell (dimension numbers out of range, unsorted lists, ...).
+  if (!module.ok()) module = hlo::ModuleFromProtoBytes(text);
   if (!module.ok() || !hlo::VerifyModule(**module).ok()) return 0;
   const hlo::HloModule& m = **module;
   if (!SmallEnough(m)) return 0;
