@@ -142,6 +142,19 @@ ENTRY main {
   std::vector<HloComputation*> callees_;
 };
 
+// Every list of n operands drawn from the pool (pool.size()^n lists).
+std::vector<std::vector<const Shape*>> OperandLists(const std::vector<Shape>& pool, int n) {
+  int total = 1;
+  for (int i = 0; i < n; ++i) total *= static_cast<int>(pool.size());
+  std::vector<std::vector<const Shape*>> lists(total);
+  for (int code = 0; code < total; ++code) {
+    for (int i = 0, c = code; i < n; ++i, c /= static_cast<int>(pool.size())) {
+      lists[code].push_back(&pool[c % pool.size()]);
+    }
+  }
+  return lists;
+}
+
 void Check(HloOpcode op, const std::vector<const Shape*>& operands, const HloAttributes& attrs,
            const std::vector<HloComputation*>& called, const Shape* declared) {
   absl::StatusOr<Shape> shape = InferShape(op, operands, attrs, called, declared);
@@ -161,18 +174,13 @@ TEST_F(ShapeRuleSweep, EveryOperandCountWithDefaultAttributes) {
     const HloOpcode op = static_cast<HloOpcode>(o);
     // Every list of up to 3 operands from the pool (1 + 9 + 81 + 729).
     for (int n = 0; n <= 3; ++n) {
-      int total = 1;
-      for (int i = 0; i < n; ++i) total *= static_cast<int>(pool.size());
-      for (int code = 0; code < total; ++code) {
-        std::vector<const Shape*> operands;
-        for (int i = 0, c = code; i < n; ++i, c /= static_cast<int>(pool.size())) {
-          operands.push_back(&pool[c % pool.size()]);
-        }
+      int code = 0;
+      for (const std::vector<const Shape*>& operands : OperandLists(pool, n)) {
         for (const auto& called : CalledLists()) {
           Check(op, operands, attrs, called, nullptr);
           ++calls;
         }
-        Check(op, operands, attrs, {}, &pool[code % pool.size()]);
+        Check(op, operands, attrs, {}, &pool[code++ % pool.size()]);
       }
     }
   }
@@ -214,13 +222,7 @@ TEST_F(ShapeRuleSweep, OneOperandShortOfTheTableMinimumIsRefused) {
     if (min == 0) continue;
     ++variadic_with_minimum;
     const int n = min - 1;
-    int total = 1;
-    for (int i = 0; i < n; ++i) total *= static_cast<int>(pool.size());
-    for (int code = 0; code < total; ++code) {
-      std::vector<const Shape*> operands;
-      for (int i = 0, c = code; i < n; ++i, c /= static_cast<int>(pool.size())) {
-        operands.push_back(&pool[c % pool.size()]);
-      }
+    for (const std::vector<const Shape*>& operands : OperandLists(pool, n)) {
       for (const auto& called : CalledLists()) {
         for (const Shape* declared : {static_cast<const Shape*>(nullptr), &pool[3]}) {
           absl::StatusOr<Shape> shape = InferShape(op, operands, attrs, called, declared);
