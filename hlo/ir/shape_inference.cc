@@ -423,6 +423,7 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
   if (arity != kVariadic && static_cast<int>(operands.size()) != arity) {
     return Err(op, absl::StrCat("expects ", arity, " operands, got ", operands.size()));
   }
+  // The table's minimum: every rule below may read that many operands.
   if (static_cast<int64_t>(operands.size()) < OpcodeMinOperands(op)) {
     return Err(op, absl::StrCat("expects at least ", OpcodeMinOperands(op), " operands, got ",
                                 operands.size()));
@@ -589,7 +590,6 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return *operands[0];
     case HloOpcode::kCollectivePermute: {
       // One operand, or several permuted together (a tuple of them).
-      if (operands.empty()) return Err(op, "needs an operand");
       if (operands.size() == 1) return *operands[0];
       // In place (slice_sizes=): (input, output, input offsets, output
       // offsets); the result is the updated output.
@@ -626,7 +626,6 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return Shape(in.element_type(), dims);
     }
     case HloOpcode::kDynamicSlice: {
-      if (operands.empty()) return Err(op, "needs an operand and its start indices");
       RETURN_IF_ERROR(NeedArrays(op, operands));
       const Shape& in = *operands[0];
       if (static_cast<int64_t>(operands.size()) != 1 + in.rank()) {
@@ -647,7 +646,6 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return Shape(in.element_type(), attrs.dynamic_slice_sizes);
     }
     case HloOpcode::kDynamicUpdateSlice: {
-      if (operands.size() < 2) return Err(op, "needs an operand, an update and start indices");
       RETURN_IF_ERROR(NeedArrays(op, operands));
       const Shape& in = *operands[0];
       const Shape& update = *operands[1];
@@ -669,7 +667,6 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
     }
     case HloOpcode::kConcatenate: {
       RETURN_IF_ERROR(NeedArrays(op, operands));
-      if (operands.empty()) return Err(op, "needs operands");
       const Shape& first = *operands[0];
       if (attrs.dimensions.size() != 1) return Err(op, "needs one dimension");
       const int64_t dim = attrs.dimensions[0];
@@ -757,7 +754,6 @@ absl::StatusOr<Shape> InferShape(HloOpcode op, Span operands,
       return called[0]->root()->shape();
     }
     case HloOpcode::kConditional: {
-      if (operands.empty()) return Err(op, "needs a selector");
       const Shape& sel = *operands[0];
       const bool is_pred = sel.element_type() == PrimitiveType::kPred;
       if (sel.rank() != 0 || (!is_pred && sel.element_type() != PrimitiveType::kS32)) {

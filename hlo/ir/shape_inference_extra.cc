@@ -237,7 +237,6 @@ absl::StatusOr<Shape> InferShapeExtra(HloOpcode op, Span operands, const HloAttr
     case HloOpcode::kConvolution:
       return InferConvolution(operands, attrs, declared);
     case HloOpcode::kSort: {
-      if (operands.empty()) return Err(op, "needs at least one operand");
       RETURN_IF_ERROR(NeedArrays(op, operands));
       if (attrs.dimensions.size() != 1 || attrs.dimensions[0] < 0 ||
           attrs.dimensions[0] >= operands[0]->rank()) {
