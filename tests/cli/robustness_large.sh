@@ -3,14 +3,14 @@
 # 100,000-deep call nesting (about 200,000 instructions) dump (text, proto,
 # JSON), plan (`memory`) and run with the right values; no walk over
 # instructions or computations recurses (a stack overflow would be SIGSEGV).
-# Under ASan (bigger frames, slower) the sizes are a tenth, still far past
+# Under a sanitizer (bigger frames, slower) the sizes are a tenth, still far past
 # any recursion depth an 8 MiB stack allows.
 TPUOFF=$1 SRC=$2
 source "$SRC/tests/cli/data/helpers.bash"
 limit_memory 8000000  # 8 GB of address space
 GEN="python3 $SRC/tests/cli/data/gen_module.py"
 N=200000
-is_asan && N=20000
+is_sanitized && N=20000
 export ROBUST_TIMEOUT=120
 
 $GEN chain "$N" >"$WORK/chain.hlo"

@@ -24,7 +24,7 @@ for cmd in run compare; do
 done
 # Under the address-space limit: 2 GB of inputs and as much again for the
 # result do not fit in the 3 GB `ulimit -v` leaves.
-if ! is_asan; then
+if ! is_sanitized; then
   cat >"$WORK/big.hlo" <<'EOF'
 HloModule big
 ENTRY e { x = f32[500000000] parameter(0) ROOT n = f32[500000000] negate(x) }

@@ -152,10 +152,11 @@ robust() {
   return 0
 }
 
-# is_asan: the binary is instrumented (ulimit -v cannot apply to it).
-is_asan() { grep -qa '__asan_init' "$TPUOFF"; }
+# is_sanitized: the binary is built with AddressSanitizer or
+# ThreadSanitizer (ulimit -v cannot apply to it; it runs several times slower).
+is_sanitized() { grep -qaE '__(asan|tsan)_init' "$TPUOFF"; }
 
-# limit_memory KB: `ulimit -v` for the rest of the script (not under ASan,
-# whose shadow memory reserves terabytes of address space).
-limit_memory() { is_asan || ulimit -v "$1"; }
+# limit_memory KB: `ulimit -v` for the rest of the script (not under a
+# sanitizer, whose shadow memory reserves terabytes of address space).
+limit_memory() { is_sanitized || ulimit -v "$1"; }
 
