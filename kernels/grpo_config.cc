@@ -243,6 +243,14 @@ absl::Status ValidateGrpoConfig(const GrpoConfig& c) {
   if (c.token_chunk.has_value() && *c.token_chunk <= 0) {
     return Bad(absl::StrCat("token_chunk must be > 0 when set, got ", *c.token_chunk));
   }
+  if (c.dlogits_type != hlo::PrimitiveType::kF32 && c.dlogits_type != hlo::PrimitiveType::kBF16) {
+    return Bad(absl::StrCat("dlogits_type must be f32 or bf16, got ",
+                            hlo::PrimitiveTypeName(c.dlogits_type)));
+  }
+  if (c.dlogits_type == hlo::PrimitiveType::kBF16 && c.logits_type != hlo::PrimitiveType::kBF16) {
+    return Bad("dlogits_type bf16 needs bf16 logits (hidden and lm_head): with f32 operands "
+               "the products stay f32");
+  }
   return absl::OkStatus();
 }
 

@@ -122,6 +122,15 @@ struct GrpoConfig {
   // The backend the fused kernel's loops are shaped for (grpo_fused_linear
   // only; the other kernels emit one form).
   EmitTarget emit_for = EmitTarget::kTpu;
+  // Fused kernel only: the type of the dlogits tile as an operand of the
+  // backward's two products (d_hidden += dlogits·lm_headᵀ, d_lm_head +=
+  // hiddenᵀ·dlogits). kF32 (default): the f32 tile times the stored bf16/f32
+  // operands at HIGHEST precision. kBF16 (bf16 logits_type only): the tile
+  // rounded to bf16 first (round to nearest even), so both products are
+  // bf16 x bf16 with f32 accumulation, as Liger-Kernel's fused linear losses
+  // cast the gradient to the input dtype; each dlogits element then carries
+  // up to 2^-9 relative rounding error.
+  hlo::PrimitiveType dlogits_type = hlo::PrimitiveType::kF32;
 };
 
 // InvalidArgument naming the offending field when the config is unusable,

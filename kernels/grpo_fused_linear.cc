@@ -267,6 +267,8 @@ BackwardResult EmitBackward(XlaBuilder* b, const GrpoConfig& cfg, XlaOp hidden2,
     XlaOp g = masked ? EmitMaskedTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, inv[5],
                                           ent_ptr)
                      : EmitTileGrad(cb, z, scale, lse_rows, coef_rows, tgt_rows, ent_ptr);
+    // dlogits_type bf16: the tile rounded once, both products bf16 x bf16.
+    if (cfg.dlogits_type != PrimitiveType::kF32) g = cb->Convert(g, cfg.dlogits_type);
     // d_lm_head tile += hᵀ·g ([H,W]; over token chunks its transpose
     // gᵀ·h, [W,H], see below); d_hidden rows += g·wᵀ ([rows,H]).
     XlaOp d_w = hlo::Add(car[1], chunked ? DotF32(cb, g, h, 0, 0) : DotF32(cb, h, g, 0, 0));

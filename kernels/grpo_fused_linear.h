@@ -18,7 +18,9 @@
 // only f32 accumulator of full size is d_hidden's ([N,H] ≪ [N,V]).
 // Every matmul has an f32 result; operands keep their stored types (the
 // gradient matmuls multiply the f32 dlogits tile by bf16 hidden/lm_head
-// as they are, so no widened copy of a chunk or tile is ever made).
+// as they are, so no widened copy of a chunk or tile is ever made; with
+// GrpoConfig::dlogits_type bf16 the tile is rounded to bf16 first and both
+// gradient matmuls are bf16 x bf16).
 //
 // Outputs: loss, per_token_loss, logp, entropy, lse (fwd), d_hidden in the
 // hidden type and d_lm_head in the lm_head type (bwd), all seven (fwd_bwd).

@@ -243,6 +243,7 @@ TEST(GrpoFusedFlagsTest, HiddenAndTokenChunkReachTheSpec) {
   EXPECT_EQ(spec->kind, KernelKind::kGrpoFusedLinear);
   EXPECT_EQ(spec->config.hidden, 1536);
   EXPECT_EQ(spec->config.token_chunk, 512);
+  EXPECT_EQ(spec->config.dlogits_type, PrimitiveType::kF32);
   EXPECT_EQ(spec->config.vocab, 151936);
   auto module = tools::BuildKernelModule(k);
   ASSERT_TRUE(module.ok()) << module.status();
@@ -256,6 +257,16 @@ TEST(GrpoFusedFlagsTest, HiddenAndTokenChunkReachTheSpec) {
   ASSERT_TRUE(spec2.ok()) << spec2.status();
   EXPECT_EQ(spec2->config.hidden, 1536);
   EXPECT_FALSE(spec2->config.token_chunk.has_value());
+
+  tools::KernelFlags k3;
+  tools::FlagSet fs3("tpuoff k", "", "");
+  ASSERT_TRUE(ParseFlags(fs3, &k3,
+                         {"--kernel=grpo_fused_linear", "--logits-dtype=bf16",
+                          "--dlogits-dtype=bf16"})
+                  .ok());
+  auto spec3 = tools::KernelSpecFromFlags(k3);
+  ASSERT_TRUE(spec3.ok()) << spec3.status();
+  EXPECT_EQ(spec3->config.dlogits_type, PrimitiveType::kBF16);
 }
 
 TEST(GrpoFusedFlagsTest, UsageErrors) {
@@ -271,6 +282,12 @@ TEST(GrpoFusedFlagsTest, UsageErrors) {
       {{"--kernel=grpo_tiled", "--emit-for=cpu"},
        "--emit-for only applies with --kernel=grpo_fused_linear"},
       {{"--kernel=grpo_fused_linear", "--emit-for=gpu"}, "emit-for"},
+      {{"--kernel=grpo_tiled", "--logits-dtype=bf16", "--dlogits-dtype=bf16"},
+       "--dlogits-dtype only applies with --kernel=grpo_fused_linear"},
+      {{"--kernel=grpo_fused_linear", "--dlogits-dtype=bf16"},
+       "--dlogits-dtype=bf16 needs --logits-dtype=bf16"},
+      {{"--kernel=grpo_fused_linear", "--logits-dtype=bf16", "--dlogits-dtype=f16"},
+       "dlogits-dtype"},
   };
   for (const auto& [args, message] : cases) {
     tools::KernelFlags k;
@@ -677,6 +694,97 @@ TEST_P(GrpoFusedVectorsTest, EmitTargetsDifferOnlyInTheHint) {
   ExpectOutputs(*without, "emit_for=cpu fwd_bwd");
   ASSERT_EQ(with_hint->size(), without->size());
   for (const auto& [name, lit] : *with_hint) EXPECT_EQ(lit, without->at(name)) << name;
+}
+
+// Largest |a - b| over two literals of one shape, and largest |b|.
+std::pair<double, double> MaxDiffAndMagnitude(const Literal& a, const Literal& b) {
+  double diff = 0, mag = 0;
+  const int64_t n = b.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::fabs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+    mag = std::max(mag, std::fabs(b.GetAsDouble(i)));
+  }
+  return {diff, mag};
+}
+
+// Dots of `m` with an f32 operand.
+int64_t DotsWithF32Operand(const HloModule& m) {
+  int64_t n = 0;
+  for (const HloInstruction* d : InstructionsWithOpcode(m, HloOpcode::kDot)) {
+    n += d->operand(0)->shape().element_type() == PrimitiveType::kF32 ||
+         d->operand(1)->shape().element_type() == PrimitiveType::kF32;
+  }
+  return n;
+}
+
+// dlogits_type bf16 (bf16 cases): the dlogits tile is rounded to bf16 before
+// the two gradient products. Every output still matches the float64
+// reference at the case's tolerance, on one device and sharded; the forward
+// outputs are bit-identical to the f32 mode's (only the backward changes);
+// the gradients do differ from the f32 mode's (the rounding happened), by
+// at most 2^-7 of their largest magnitude (each dlogits element moves by at
+// most 2^-9 of itself); and no dot keeps an f32 operand.
+TEST_P(GrpoFusedVectorsTest, DlogitsBf16) {
+  if (case_.config.logits_type != PrimitiveType::kBF16) {
+    GrpoConfig c = case_.config;
+    c.dlogits_type = PrimitiveType::kBF16;
+    auto module = BuildKernel({KernelKind::kGrpoFusedLinear, KernelMode::kFwdBwd, c});
+    EXPECT_EQ(module.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(module.status().message()), ::testing::HasSubstr("dlogits_type"));
+    return;
+  }
+  for (const auto& [label, f32_config] : Variants()) {
+    SCOPED_TRACE(label);
+    GrpoConfig config = f32_config;
+    config.dlogits_type = PrimitiveType::kBF16;
+    for (KernelMode mode : {KernelMode::kBwd, KernelMode::kFwdBwd}) {
+      auto f32_module = BuildKernel({KernelKind::kGrpoFusedLinear, mode, f32_config});
+      auto bf16_module = BuildKernel({KernelKind::kGrpoFusedLinear, mode, config});
+      ASSERT_TRUE(f32_module.ok()) << f32_module.status();
+      ASSERT_TRUE(bf16_module.ok()) << bf16_module.status();
+      EXPECT_GE(DotsWithF32Operand(**f32_module), 2) << KernelModeName(mode);
+      EXPECT_EQ(DotsWithF32Operand(**bf16_module), 0) << KernelModeName(mode);
+    }
+    auto exact = Run(f32_config, KernelMode::kFwdBwd);
+    auto rounded = Run(config, KernelMode::kFwdBwd);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    ASSERT_TRUE(rounded.ok()) << rounded.status();
+    ExpectOutputs(*rounded, label + " dlogits bf16 fwd_bwd");
+    for (const char* name : {"loss", "per_token_loss", "logp", "entropy", "lse"}) {
+      EXPECT_EQ(rounded->at(name), exact->at(name)) << name;
+    }
+    bool any_differs = false;
+    for (const char* name : {"d_hidden", "d_lm_head"}) {
+      const auto [diff, mag] = MaxDiffAndMagnitude(rounded->at(name), exact->at(name));
+      EXPECT_LE(diff, mag * 0x1p-7) << name;
+      any_differs = any_differs || diff > 0;
+    }
+    EXPECT_TRUE(any_differs) << "dlogits bf16 gave the f32 mode's gradients bit for bit";
+    std::map<std::string, Literal> saved = {{"lse", rounded->at("lse")},
+                                            {"logp", rounded->at("logp")},
+                                            {"entropy", rounded->at("entropy")}};
+    auto bwd = Run(config, KernelMode::kBwd, saved);
+    ASSERT_TRUE(bwd.ok()) << bwd.status();
+    for (const char* name : {"d_hidden", "d_lm_head"}) {
+      EXPECT_EQ(bwd->at(name), rounded->at(name)) << name;
+    }
+  }
+  GrpoConfig config = case_.config;
+  config.dlogits_type = PrimitiveType::kBF16;
+  config.block_size = 16;
+  config.token_chunk = 7;
+  for (auto [kind, devices] : {std::pair{ShardKind::kBatch, int64_t{2}},
+                               std::pair{ShardKind::kVocab, int64_t{8}}}) {
+    if (kind == ShardKind::kBatch && case_.config.batch % 2 != 0) continue;
+    SCOPED_TRACE(absl::StrCat(kind == ShardKind::kBatch ? "batch" : "vocab", devices));
+    ShardingSpec sharding;
+    sharding.kind = kind;
+    sharding.mesh.num_devices = devices;
+    auto out = RunSharded({KernelKind::kGrpoFusedLinear, KernelMode::kFwdBwd, config},
+                          sharding, FusedShardingOptions{false});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectOutputs(*out, "sharded dlogits bf16 fwd_bwd");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GrpoFusedVectorsTest,

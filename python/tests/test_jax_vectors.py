@@ -108,3 +108,48 @@ def test_fused_vector(case):
                          case.rtol, f"{what} d_hidden")
     vectors.assert_close(np.asarray(dw, np.float32), case.expected["d_lm_head"], case.atol,
                          case.rtol, f"{what} d_lm_head")
+
+
+FUSED_BF16 = [c for c in FUSED if c.dtype == "bf16"]
+
+
+@pytest.mark.parametrize("case", FUSED_BF16, ids=ids(FUSED_BF16))
+def test_fused_vector_dlogits_bf16(case):
+    """dlogits_dtype="bf16": the gradient products on the dlogits tile rounded to
+    bf16 (Liger-Kernel's choice) still match the float64 vectors at the case's
+    tolerance; the loss is the default mode's bit for bit, the gradients differ
+    from it (the rounding happened) by at most 2^-7 of their largest magnitude."""
+    hidden = jnp.asarray(case.inputs["hidden"], jnp.bfloat16)
+    lm_head = jnp.asarray(case.inputs["lm_head"], jnp.bfloat16)
+
+    def grads(dlogits_dtype):
+        def f(h, w, ids_, mask, adv, extras):
+            return tj.grpo_fused_linear_loss(h, w, ids_, mask, adv, **extras, **case.options,
+                                             block_size=64, token_chunk=7,
+                                             dlogits_dtype=dlogits_dtype)
+        g = jax.jit(jax.value_and_grad(f, argnums=(0, 1), has_aux=True))
+        return g(hidden, lm_head, case.inputs["chosen_ids"], case.inputs["completion_mask"],
+                 case.inputs["advantages"], extra_inputs(case))
+
+    (loss, aux), (dh, dw) = grads("bf16")
+    (loss32, _), (dh32, dw32) = grads(None)
+    what = f"{case.id} dlogits bf16"
+    assert np.asarray(loss) == np.asarray(loss32), (loss, loss32)
+    vectors.assert_close(loss, case.expected["loss"], case.atol, case.rtol, f"{what} loss")
+    for name, got, exact in (("d_hidden", dh, dh32), ("d_lm_head", dw, dw32)):
+        assert got.dtype == jnp.bfloat16
+        got, exact = np.asarray(got, np.float32), np.asarray(exact, np.float32)
+        vectors.assert_close(got, case.expected[name], case.atol, case.rtol, f"{what} {name}")
+        assert np.max(np.abs(got - exact)) <= np.max(np.abs(exact)) * 2.0 ** -7, name
+    assert np.any(np.asarray(dh, np.float32) != np.asarray(dh32, np.float32)) or \
+        np.any(np.asarray(dw, np.float32) != np.asarray(dw32, np.float32))
+
+
+def test_dlogits_bf16_needs_bf16_operands():
+    case = next(c for c in FUSED if c.dtype == "f32")
+    h = jnp.asarray(case.inputs["hidden"], jnp.float32)
+    w = jnp.asarray(case.inputs["lm_head"], jnp.float32)
+    with pytest.raises(ValueError, match="--dlogits-dtype=bf16 needs --logits-dtype=bf16"):
+        tj.grpo_fused_linear_loss(h, w, case.inputs["chosen_ids"], case.inputs["completion_mask"],
+                                  case.inputs["advantages"], **extra_inputs(case),
+                                  **case.options, dlogits_dtype="bf16")

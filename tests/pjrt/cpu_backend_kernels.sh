@@ -44,6 +44,17 @@ for kernel in grpo_reference grpo_tiled entropy_reference entropy_tiled grpo_fus
   done
 done
 
+# The fused kernel with its dlogits tile rounded to bf16 for the gradient
+# products (bf16 x bf16 dots), unsharded and under each sharding.
+for mode in bwd fwd_bwd; do
+  for shard in none 8:batch 8:vocab 2x4:batch,vocab; do
+    # shellcheck disable=SC2046
+    compare_case "grpo_fused_linear $mode bf16 dlogits-dtype=bf16 shard=$shard" \
+      --kernel=grpo_fused_linear --mode=$mode --logits-dtype=bf16 --dlogits-dtype=bf16 \
+      $(extra_for grpo_fused_linear) $(sharding "$shard")
+  done
+done
+
 # GRPO_SPEC v2 loss options and trainer presets (fwd_bwd, bf16), each set on
 # every GRPO kernel under its own sharding (the reference's 2-D mesh splits
 # batch and sequence, the others' sequence and vocabulary).

@@ -20,7 +20,8 @@ const std::vector<std::string>& DependentFlags() {
       "hidden",      "token-chunk",     "policy-loss", "kl-estimator",
       "log-ratio-clamp", "advantage-shape", "entropy-coef", "empty-rows",
       "sapo-tau-pos", "sapo-tau-neg",   "is-level",    "is-mode",
-      "is-cap",      "row-count-input", "preset",  "emit-for"};
+      "is-cap",      "row-count-input", "preset",  "emit-for",
+      "dlogits-dtype"};
   return *names;
 }
 
@@ -97,6 +98,11 @@ void RegisterKernelFlags(FlagSet& flags, KernelFlags* out) {
                 "grpo_fused_linear: the XLA backend its loops are shaped for (tpu: d_lm_head's "
                 "loop state pinned to HBM for XLA:TPU's memory-space assignment; cpu: without "
                 "that hint, with which XLA:CPU needs more temp; same values)");
+  flags.AddEnum("dlogits-dtype", &out->dlogits_dtype, {"f32", "bf16"},
+                "grpo_fused_linear: type of the dlogits tile in the d_hidden and d_lm_head "
+                "products (bf16, with --logits-dtype=bf16 only: rounded to bf16 so both are "
+                "bf16 x bf16 products with f32 accumulation, as Liger-Kernel; f32: exact f32 "
+                "tile at HIGHEST precision)");
 }
 
 namespace {
@@ -165,7 +171,7 @@ absl::Status CheckKernelFlagUsage(const FlagSet& flags, KernelFlags* values) {
     if (absl::Status s = positive("max-len", *v.max_len); !s.ok()) return s;
   }
   if (v.kernel != "grpo_fused_linear") {
-    for (const char* name : {"hidden", "token-chunk", "emit-for"}) {
+    for (const char* name : {"hidden", "token-chunk", "emit-for", "dlogits-dtype"}) {
       if (flags.WasSet(name)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--", name, " only applies with --kernel=grpo_fused_linear"));
@@ -173,6 +179,11 @@ absl::Status CheckKernelFlagUsage(const FlagSet& flags, KernelFlags* values) {
     }
   } else {
     if (absl::Status s = positive("hidden", v.hidden); !s.ok()) return s;
+    if (v.dlogits_dtype == "bf16" && v.logits_dtype != "bf16") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dlogits-dtype=bf16 needs --logits-dtype=bf16 (bf16 hidden and lm_head), got "
+          "--logits-dtype=", v.logits_dtype));
+    }
     if (v.token_chunk.has_value()) {
       if (absl::Status s = positive("token-chunk", *v.token_chunk); !s.ok()) return s;
     }
@@ -237,6 +248,8 @@ absl::StatusOr<kernels::KernelSpec> KernelSpecFromFlags(const KernelFlags& f) {
     c.hidden = f.hidden;
     c.token_chunk = f.token_chunk;
     ASSIGN_OR_RETURN(c.emit_for, kernels::ParseEmitTarget(f.emit_for));
+    c.dlogits_type = f.dlogits_dtype == "bf16" ? hlo::PrimitiveType::kBF16
+                                               : hlo::PrimitiveType::kF32;
   }
   if (absl::Status s = kernels::ValidateGrpoConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(

@@ -59,6 +59,7 @@ struct KernelFlags {
   int64_t hidden = 1536;
   std::optional<int64_t> token_chunk;  // unset: all B*T tokens per tile
   std::string emit_for = "tpu";        // tpu|cpu: the backend the loops are shaped for
+  std::string dlogits_dtype = "f32";   // f32|bf16: dlogits tile type in the gradient products
 };
 
 // Adds --kernel, --mode, --batch, ... bound to `out`.

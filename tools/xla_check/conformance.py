@@ -366,8 +366,14 @@ def testdata_variants(case: dict, fused: bool) -> list:
     grpo_out = ["loss", "per_token_loss", "logp", "entropy", "lse", "dlogits"]
     if fused:
         out = ["loss", "per_token_loss", "logp", "entropy", "lse", "d_hidden", "d_lm_head"]
-        return [("fused", ["--kernel=grpo_fused_linear", "--token-chunk=7"], out, 1),
-                ("fused_vocab8", ["--kernel=grpo_fused_linear", f"--mesh={MESH}", "--shard=vocab"], out, MESH)]
+        v = [("fused", ["--kernel=grpo_fused_linear", "--token-chunk=7"], out, 1),
+             ("fused_vocab8", ["--kernel=grpo_fused_linear", f"--mesh={MESH}", "--shard=vocab"], out, MESH)]
+        if case.get("logits_dtype") == "bf16":
+            # The gradient products on the dlogits tile rounded to bf16, against the same
+            # float64 vectors at the case's tolerance.
+            v.append(("fused_dlogits_bf16", ["--kernel=grpo_fused_linear", "--token-chunk=7",
+                                             "--dlogits-dtype=bf16"], out, 1))
+        return v
     v = [("reference", ["--kernel=grpo_reference"], grpo_out, 1),
          ("tiled", ["--kernel=grpo_tiled", "--block-size=16"], grpo_out, 1),
          ("tiled_vocab8", ["--kernel=grpo_tiled", "--block-size=4", f"--mesh={MESH}", "--shard=vocab"],
