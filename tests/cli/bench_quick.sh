@@ -25,6 +25,14 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
   expect_in "$WORK/out" "Matrix products (oneDNN" "GEMM backend line"
   expect_in "$WORK/out" "grpo_fused_linear fwd_bwd T=64 H=64 bf16: dots" "bf16 GEMM rate"
   expect_in "$WORK/out" "bf16/f32 GEMM rate" "GEMM ratio"
+  # --dlogits-dtype=bf16 (bf16 only): every dot bf16 x bf16, set against the
+  # f32 case's rate.
+  grep -q "^grpo_fused_linear fwd_bwd T=64 H=64 dlogits bf16 bf16: dots .*; bf16/f32 GEMM rate" \
+    "$WORK/out" || fail "no GEMM rate line of the dlogits bf16 case"
+  expect_in "$WORK/out" "| grpo_fused_linear fwd_bwd T=64 H=64 dlogits bf16 | bf16 |" \
+    "row fused dlogits bf16"
+  grep -q "| grpo_fused_linear fwd_bwd T=64 H=64 dlogits bf16 | f32 |" "$WORK/out" &&
+    fail "a dlogits bf16 row in f32"
   for c in "grpo_tiled fwd_bwd" "grpo_reference fwd_bwd" "entropy_tiled fwd" \
       "grpo_tiled fwd_bwd vocab/8"; do
     for d in bf16 f32; do
@@ -35,7 +43,7 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
     expect_in "$WORK/out" "| grpo_fused_linear fwd_bwd T=64 H=64 | $d |" "row fused $d"
   done
   rows=$(grep -c '^| [a-z_]* [a-z_]*.* | \(bf16\|f32\) |' "$WORK/out")
-  [[ $rows -eq 10 ]] || fail "expected 10 result rows, got $rows"
+  [[ $rows -eq 11 ]] || fail "expected 11 result rows, got $rows"
   # The sharded rows say what the host's split/assembly cost besides.
   expect_in "$WORK/out" "grpo_tiled fwd_bwd vocab/8 bf16: devices' programs and collectives" \
     "host I/O note"
@@ -48,7 +56,7 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
   python3 - "$WORK/bench.json" <<'PY' || fail "bench JSON malformed"
 import json, os, sys
 d = json.load(open(sys.argv[1]))
-assert len(d["cases"]) == 10, len(d["cases"])
+assert len(d["cases"]) == 11, len(d["cases"])
 for c in d["cases"]:
     assert c["emulator"]["median_s"] > 0, c
     assert len(c["emulator"]["samples_s"]) == 2, c
@@ -88,6 +96,8 @@ run_cmd 0 "no cold runs" -- bench --quick --cases=entropy_tiled --dtypes=f32 --s
 run_cmd 2 "bad case" -- bench --cases=nope
 expect_in "$WORK/err" "unknown case 'nope'" "bad case message"
 run_cmd 2 "bad dtype" -- bench --dtypes=f16
+run_cmd 2 "bf16-only case in f32" -- bench --cases=grpo_fused_linear_dlogits_bf16 --dtypes=f32
+expect_in "$WORK/err" "runs in bf16 only" "bf16-only case message"
 run_cmd 2 "zero reps" -- bench --reps=0
 run_cmd 2 "zero fused seq" -- bench --fused-seq=0
 expect_in "$WORK/err" "--fused-seq" "fused seq message"

@@ -28,6 +28,9 @@ namespace tpuoff::tools {
 
 struct BenchCase {
   std::string name;  // "grpo_tiled fwd_bwd", "grpo_tiled fwd_bwd vocab/8"
+  // The name without a variant's suffix (" dlogits bf16"): a bf16 case's
+  // GEMM rate is set against the f32 case of its family.
+  std::string family;
   KernelFlags kernel;
   ShardFlags shard;  // shard == "none": one device
 };

@@ -112,6 +112,7 @@ std::vector<std::string> ColdRunArguments(const BenchCase& c, int num_threads) {
                                 absl::StrCat("--logits-dtype=", k.logits_dtype)};
   if (k.kernel == "grpo_fused_linear") {
     a.push_back(absl::StrCat("--hidden=", k.hidden));
+    if (k.dlogits_dtype != "f32") a.push_back(absl::StrCat("--dlogits-dtype=", k.dlogits_dtype));
   } else {
     a.push_back(absl::StrCat("--block-size=", k.block_size));
   }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "hlo/spmd/shard_map.h"
 #include "runtime/device/device.h"
@@ -40,7 +41,13 @@ namespace {
 
 constexpr absl::string_view kCmd = "tpuoff bench";
 const char* const kAllCases[] = {"grpo_tiled", "grpo_reference", "entropy_tiled",
-                                 "grpo_tiled_vocab", "grpo_fused_linear"};
+                                 "grpo_tiled_vocab", "grpo_fused_linear",
+                                 "grpo_fused_linear_dlogits_bf16"};
+// Cases that exist only in one dtype (skipped for the others).
+bool CaseHasDtype(const std::string& id, const std::string& dtype) {
+  return id != "grpo_fused_linear_dlogits_bf16" || dtype == "bf16";
+}
+bool IsFusedCase(const std::string& id) { return absl::StartsWith(id, "grpo_fused_linear"); }
 
 struct BenchFlags {
   bool quick = false;
@@ -53,7 +60,9 @@ struct BenchFlags {
   int64_t mesh = 8;
   int64_t threads = 0;
   std::string dtypes = "bf16,f32";
-  std::string cases = "grpo_tiled,grpo_reference,entropy_tiled,grpo_tiled_vocab,grpo_fused_linear";
+  std::string cases =
+      "grpo_tiled,grpo_reference,entropy_tiled,grpo_tiled_vocab,grpo_fused_linear,"
+      "grpo_fused_linear_dlogits_bf16";
   // grpo_fused_linear: its own T (four [T,H]x[H,V] matmuls per run: at the
   // seed T=4096 one run takes minutes on two cores) and H.
   int64_t fused_seq = 512;
@@ -157,7 +166,7 @@ std::string GemmLines(const std::vector<CaseResult>& results) {
     }
     if (r.dtype != "bf16") continue;
     for (const CaseResult& o : results) {
-      if (o.dtype != "f32" || o.bench.name != r.bench.name || o.gemm_seconds <= 0) continue;
+      if (o.dtype != "f32" || o.bench.family != r.bench.family || o.gemm_seconds <= 0) continue;
       absl::StrAppend(&out, absl::StrFormat(
                                 "; bf16/f32 GEMM rate %.2f",
                                 rate(r.gemm_flops, r.gemm_seconds) /
@@ -258,6 +267,7 @@ BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string
   c.kernel.mode = "fwd_bwd";
   c.kernel.kernel = id;
   if (id == "entropy_tiled") c.kernel.mode = "fwd";
+  if (id == "grpo_fused_linear_dlogits_bf16") c.kernel.kernel = "grpo_fused_linear";
   if (id == "grpo_tiled_vocab") {
     c.kernel.kernel = "grpo_tiled";
     c.shard.shard = "vocab";
@@ -265,10 +275,15 @@ BenchCase MakeCase(const std::string& id, const BenchFlags& f, const std::string
   }
   c.name = absl::StrCat(c.kernel.kernel, " ", c.kernel.mode);
   if (c.shard.shard != "none") absl::StrAppend(&c.name, " ", c.shard.shard, "/", c.shard.mesh);
-  if (id == "grpo_fused_linear") {
+  if (IsFusedCase(id)) {
     c.kernel.seq = f.fused_seq;
     c.kernel.hidden = f.hidden;
     absl::StrAppend(&c.name, " T=", f.fused_seq, " H=", f.hidden);
+  }
+  c.family = c.name;
+  if (id == "grpo_fused_linear_dlogits_bf16") {
+    c.kernel.dlogits_dtype = "bf16";
+    absl::StrAppend(&c.name, " dlogits bf16");
   }
   return c;
 }
@@ -307,7 +322,8 @@ int BenchMain(const std::vector<std::string>& args) {
       "Times the host emulator on the GRPO/entropy kernels (grpo_tiled and\n"
       "grpo_reference fwd_bwd, entropy_tiled, grpo_tiled vocab-sharded over\n"
       "--mesh devices) at B=1 T=4096 V=151936 in bf16 and f32, and the fused\n"
-      "LM-head kernel (grpo_fused_linear fwd_bwd at T=--fused-seq, H=--hidden),\n"
+      "LM-head kernel (grpo_fused_linear fwd_bwd at T=--fused-seq, H=--hidden;\n"
+      "in bf16 also with --dlogits-dtype=bf16: case grpo_fused_linear_dlogits_bf16),\n"
       "next to, in the same run and on the same inputs:\n"
       "  XLA:CPU compiling and running the same emitted module and jax.jit of the\n"
       "    JAX-written reference math (for the fused kernel: the unfused matmul +\n"
@@ -333,7 +349,7 @@ int BenchMain(const std::vector<std::string>& args) {
       "cold/warm, emulator/XLA, emulator/floor, emulator/bound, floor/bound, with the host RSS\n"
       "peak next to the simulated HBM peak; below it the matrix products' rate\n"
       "(GFLOP/s of the dot steps of one traced run) and bf16/f32 for the fused\n"
-      "kernel. A sharded case times the devices' programs and\n"
+      "kernel (each bf16 fused case against the f32 one). A sharded case times the devices' programs and\n"
       "collectives on per-device arrays (as XLA's execute_sharded is timed); the\n"
       "host's split of the global inputs and assembly of the global outputs is\n"
       "reported under the table. --quick: a small shape and 2 repetitions (CI).\n"
@@ -354,7 +370,8 @@ int BenchMain(const std::vector<std::string>& args) {
   flags.AddString("dtypes", &f.dtypes, "comma-separated logits dtypes (bf16, f32)", "LIST");
   flags.AddString("cases", &f.cases,
                   "comma-separated: grpo_tiled, grpo_reference, entropy_tiled, "
-                  "grpo_tiled_vocab, grpo_fused_linear",
+                  "grpo_tiled_vocab, grpo_fused_linear, grpo_fused_linear_dlogits_bf16 (bf16 "
+                  "only)",
                   "LIST");
   flags.AddString("xla-python", &f.xla_python,
                   "python of the pinned jax venv (default $TPUOFF_XLA_PYTHON; empty: "
@@ -431,7 +448,8 @@ int BenchMain(const std::vector<std::string>& args) {
     for (const std::string& d :
          std::vector<std::string>(absl::StrSplit(f.dtypes, ',', absl::SkipEmpty()))) {
       if (d != "bf16" && d != "f32") continue;  // reported below
-      if (std::find(std::begin(kAllCases), std::end(kAllCases), id) == std::end(kAllCases)) {
+      if (std::find(std::begin(kAllCases), std::end(kAllCases), id) == std::end(kAllCases) ||
+          !CaseHasDtype(id, d)) {
         continue;
       }
       if (absl::Status st = CheckBenchCase(MakeCase(id, f, d)); !st.ok()) {
@@ -450,6 +468,13 @@ int BenchMain(const std::vector<std::string>& args) {
   for (const std::string& c : case_ids) {
     if (std::find(std::begin(kAllCases), std::end(kAllCases), c) == std::end(kAllCases)) {
       return ReportUsageError(kCmd, absl::StrCat("--cases: unknown case '", c, "'"));
+    }
+  }
+  for (const std::string& c : case_ids) {
+    if (std::none_of(dtypes.begin(), dtypes.end(),
+                     [&](const std::string& d) { return CaseHasDtype(c, d); })) {
+      return ReportUsageError(kCmd, absl::StrCat("--cases: ", c, " runs in bf16 only, and "
+                                                 "--dtypes has no bf16"));
     }
   }
   const std::vector<std::string> corpora = absl::StrSplit(f.corpus, ',', absl::SkipEmpty());
@@ -508,9 +533,13 @@ int BenchMain(const std::vector<std::string>& args) {
   };
   // Cases sharing inputs: the logits kernels, then the fused kernel.
   std::vector<std::vector<std::string>> groups(2);
-  for (const std::string& id : case_ids) groups[id == "grpo_fused_linear"].push_back(id);
+  for (const std::string& id : case_ids) groups[IsFusedCase(id)].push_back(id);
   for (const std::string& dtype : dtypes) {
-    for (const std::vector<std::string>& group : groups) {
+    for (const std::vector<std::string>& all_in_group : groups) {
+      std::vector<std::string> group;
+      for (const std::string& id : all_in_group) {
+        if (CaseHasDtype(id, dtype)) group.push_back(id);
+      }
       if (group.empty()) continue;
       std::vector<std::string> names;
       absl::StatusOr<std::vector<hlo::Literal>> inputs =
