@@ -143,5 +143,86 @@ TEST(RandomInputsTest, DerivedInputsAreTheLogitsRowStatistics) {
   }
 }
 
+// The fused kernel's derived inputs are statistics of hidden·lm_head (it has
+// no logits parameter): exact below the size limit (checked against float64
+// products of the generated arrays), and beyond it the chosen logit exact
+// and lse / entropy those of V normal logits with the row's variance
+// (checked on sampled rows against float64 at the stated accuracy).
+struct FusedStats {
+  double lse, logp, entropy;
+};
+FusedStats ExactFusedStats(const hlo::Literal& hidden, const hlo::Literal& w, int64_t r,
+                           int64_t y, int64_t h, int64_t v, double tau) {
+  std::vector<double> u(v, 0.0);
+  for (int64_t k = 0; k < h; ++k) {
+    const double hk = hidden.GetAsDouble(r * h + k);
+    for (int64_t j = 0; j < v; ++j) u[j] += hk * w.GetAsDouble(k * v + j);
+  }
+  double mx = -INFINITY;
+  for (double& x : u) mx = std::max(mx, x /= tau);
+  double se = 0, sue = 0;
+  for (double x : u) {
+    se += std::exp(x - mx);
+    sue += std::exp(x - mx) * (x - mx);
+  }
+  const double lse = mx + std::log(se);
+  return {lse, u[y] - lse, std::log(se) - sue / se};
+}
+
+TEST(RandomInputsTest, FusedDerivedInputsComeFromHiddenTimesLmHead) {
+  struct Shape {
+    int64_t seq, vocab, hidden;
+    bool exact;
+    double lse_tol, entropy_tol;  // absolute
+  };
+  // 2x40 rows of V=3001 (exact, f32 products vs f64), and 2x512 rows of
+  // V=151936 with H=64 (1.0e10 multiply-adds: the estimate). At τ = 0.8 the
+  // scaled logits' variance is about 1.56, so the exp-sum's relative spread
+  // is sqrt((e^1.56 - 1) / V) = 0.005: the tolerances are 5 and 8 of that
+  // (measured: lse within 0.0075, entropy within 0.0105 on these rows).
+  for (const Shape& sh : {Shape{40, 3001, 32, true, 2e-4, 2e-4},
+                          Shape{512, 151936, 64, false, 0.025, 0.04}}) {
+    for (const char* dtype : {"f32", "bf16"}) {
+      KernelFlags k;
+      k.kernel = "grpo_fused_linear";
+      k.mode = "bwd";
+      k.batch = 2;
+      k.seq = sh.seq;
+      k.vocab = sh.vocab;
+      k.hidden = sh.hidden;
+      k.logits_dtype = dtype;
+      k.temperature = 0.8;
+      k.entropy_coef = 0.01;  // the backward then takes `entropy` too
+      auto m = BuildKernelModule(k);
+      ASSERT_TRUE(m.ok()) << m.status();
+      const hlo::HloComputation& entry = *(*m)->entry();
+      RandomInputOptions o;
+      o.seed = 3;
+      o.temperature = 0.8;
+      auto in = MakeRandomInputs(entry, o);
+      ASSERT_TRUE(in.ok()) << in.status();
+      auto arg = [&](const std::string& name) -> const hlo::Literal& {
+        for (int64_t i = 0; i < entry.num_parameters(); ++i) {
+          if (entry.parameter(i)->name() == name) return (*in)[i];
+        }
+        ADD_FAILURE() << "no parameter " << name;
+        return (*in)[0];
+      };
+      const int64_t rows = 2 * sh.seq;
+      const int64_t step = sh.exact ? 1 : rows / 8 + 1;
+      for (int64_t r = 0; r < rows; r += step) {
+        const int64_t y = arg("chosen_ids").GetAsInt64(r);
+        const FusedStats want =
+            ExactFusedStats(arg("hidden"), arg("lm_head"), r, y, sh.hidden, sh.vocab, 0.8);
+        const std::string where = std::string(dtype) + " V=" + std::to_string(sh.vocab) +
+                                  " row " + std::to_string(r);
+        EXPECT_NEAR(arg("lse").GetAsDouble(r), want.lse, sh.lse_tol) << where;
+        EXPECT_NEAR(arg("logp").GetAsDouble(r), want.logp, sh.lse_tol) << where;
+        EXPECT_NEAR(arg("entropy").GetAsDouble(r), want.entropy, sh.entropy_tol) << where;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpuoff::tools

@@ -239,6 +239,88 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
   return s;
 }
 
+// The fused kernel's derived inputs (it takes hidden [.., H] and lm_head
+// [H, V], not logits). Up to kFusedExactMacs multiply-adds (and a product of
+// at most kFusedExactLogits values) the logits hidden·lm_head are formed in
+// f32 and their row statistics taken exactly, as for a logits kernel.
+// Beyond that (the seed shapes: 1.2e11 multiply-adds at T=512, H=1536,
+// V=151936) each row's chosen logit z_y is still exact (a length-H dot), and
+// its lse and entropy are those of V normal logits with the row's variance:
+// lm_head is generated N(0, 1/H), so given the row h the logits are
+// N(0, |h|²/H), and for u ~ N(0, s²) lse(u) ≈ log V + s²/2 and the entropy
+// ≈ log V − s²/2 (the softmax tilt moves u's mean to s²). The relative error
+// of Σ exp(u) is about sqrt((exp(s²) − 1) / V): 0.3% at s = 1, V = 151936,
+// well below the 0.1 noise old_logp gets. (Before, these inputs were
+// uniform numbers unrelated to the logits: the ratio was ~e^-9 and a
+// sequence with a negative advantage had all-zero gradients.)
+constexpr int64_t kFusedExactMacs = int64_t{1} << 30;
+constexpr int64_t kFusedExactLogits = int64_t{1} << 26;
+
+float ElementAsFloat(const Literal& x, int64_t i) {
+  switch (x.shape().element_type()) {
+    case PrimitiveType::kF32:
+      return x.data<float>()[i];
+    case PrimitiveType::kBF16:
+      return hlo::Bf16ToF32(x.data<uint16_t>()[i]);
+    default:
+      return static_cast<float>(x.GetAsDouble(i));
+  }
+}
+
+// f32 [rows, v] = hidden [rows, h] · lm_head [h, v], f32 accumulation.
+Literal FusedLogits(const Literal& hidden, const Literal& lm_head, int64_t rows, int64_t h,
+                    int64_t v) {
+  Literal z(Shape(PrimitiveType::kF32, {rows, v}));
+  float* out = z.data<float>();
+#pragma omp parallel if (rows > 1)
+  {
+    std::vector<float> w(v);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* zr = out + r * v;
+      for (int64_t k = 0; k < h; ++k) {
+        const float hk = ElementAsFloat(hidden, r * h + k);
+        if (lm_head.shape().element_type() == PrimitiveType::kF32) {
+          const float* wk = lm_head.data<float>() + k * v;
+          for (int64_t j = 0; j < v; ++j) zr[j] += hk * wk[j];
+        } else {
+          for (int64_t j = 0; j < v; ++j) w[j] = ElementAsFloat(lm_head, k * v + j);
+          for (int64_t j = 0; j < v; ++j) zr[j] += hk * w[j];
+        }
+      }
+    }
+  }
+  return z;
+}
+
+// The estimate above, for rows too large to form.
+RowStats FusedRowEstimates(const Literal& hidden, const Literal& lm_head, const Literal& ids,
+                           int64_t rows, int64_t h, int64_t v, const RandomInputOptions& o) {
+  RowStats s;
+  s.lse.resize(rows);
+  s.logp.resize(rows);
+  s.entropy.resize(rows);
+  const double lse_scale = o.post_lse ? 1.0 : 1.0 / o.temperature;
+  const double entropy_scale = 1.0 / o.temperature;
+  const double log_v = std::log(static_cast<double>(v));
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
+    double zy = 0, norm2 = 0;
+    for (int64_t k = 0; k < h; ++k) {
+      const double hk = ElementAsFloat(hidden, r * h + k);
+      zy += hk * ElementAsFloat(lm_head, k * v + y);
+      norm2 += hk * hk;
+    }
+    const double var = norm2 / static_cast<double>(h);  // of the row's logits
+    s.lse[r] = log_v + 0.5 * var * lse_scale * lse_scale;
+    s.logp[r] = zy * lse_scale - s.lse[r];
+    if (o.post_lse) s.logp[r] /= o.temperature;
+    s.entropy[r] = log_v - 0.5 * var * entropy_scale * entropy_scale;
+  }
+  return s;
+}
+
 // An array literal in host memory from runtime/cpu's allocator, not
 // zero-filled (every element is written next).
 absl::StatusOr<Literal> UninitialisedArray(const Shape& shape, const std::string& name) {
@@ -374,7 +456,27 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
             ids->num_elements() * logits->shape().dimensions(2) ==
                 logits->num_elements() &&
             lit.num_elements() == ids->num_elements();
-        if (consistent) {
+        const Literal* hidden = find("hidden");
+        const Literal* lm_head = find("lm_head");
+        const int64_t h_dim = hidden && hidden->shape().rank() >= 1
+                                  ? hidden->shape().dimensions().back() : 0;
+        const bool fused =
+            !logits && hidden && lm_head && ids && h_dim > 0 && lm_head->shape().rank() == 2 &&
+            lm_head->shape().dimensions(0) == h_dim && lm_head->shape().dimensions(1) >= 1 &&
+            hidden->num_elements() == ids->num_elements() * h_dim &&
+            lit.num_elements() == ids->num_elements();
+        if (fused && !row_stats.has_value()) {
+          const int64_t rows = ids->num_elements();
+          const int64_t v = lm_head->shape().dimensions(1);
+          const bool exact = rows <= kFusedExactLogits / v && rows * v <= kFusedExactMacs / h_dim;
+          if (exact) {
+            const Literal z = FusedLogits(*hidden, *lm_head, rows, h_dim, v);
+            row_stats = ComputeRowStats(z, *ids, o, true, {});
+          } else {
+            row_stats = FusedRowEstimates(*hidden, *lm_head, *ids, rows, h_dim, v, o);
+          }
+        }
+        if (consistent || fused) {
           if (!row_stats.has_value()) {
             row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0,
                                         logits_lse);
