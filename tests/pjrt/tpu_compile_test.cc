@@ -97,6 +97,20 @@ std::vector<Case> AllCases() {
       cases.push_back(std::move(c));
     }
   }
+  // The fused kernel with its dlogits tile rounded to bf16 for the gradient
+  // products (bf16 x bf16 dots on the MXU), unsharded and 2-D sharded.
+  for (const std::string& shard : {std::string("none"), std::string("2x4:batch,vocab")}) {
+    for (const std::string mode : {"bwd", "fwd_bwd"}) {
+      Case c{"grpo_fused_linear", Shape("grpo_fused_linear", "bf16")};
+      c.flags.insert(c.flags.end(), {"--mode=" + mode, "--dlogits-dtype=bf16"});
+      if (shard != "none") {
+        std::vector<std::string> ms = absl::StrSplit(shard, ':');
+        c.flags.push_back("--mesh=" + ms[0]);
+        c.flags.push_back("--shard=" + ms[1]);
+      }
+      cases.push_back(std::move(c));
+    }
+  }
   // GRPO_SPEC v2 loss options and trainer presets (fwd_bwd): each set on
   // every GRPO kernel, under a different sharding per set.
   const std::vector<std::pair<std::vector<std::string>, std::string>> v2 = {
