@@ -63,7 +63,8 @@ def test_kernel_hlo_every_cli_flag_is_a_keyword():
     names = tpuoff.kernel_option_names()
     for n in ("kernel", "mode", "batch", "seq", "vocab", "logits_dtype", "eps_low", "eps_high",
               "temperature", "temperature_mode", "beta", "delta", "loss_type", "max_len",
-              "token_count_input", "on_policy", "block_size", "hidden", "token_chunk", "mesh",
+              "token_count_input", "on_policy", "block_size", "hidden", "token_chunk",
+              "dlogits_dtype", "mesh",
               "shard"):
         assert n in names
     help_text = subprocess.run([CLI, "dump", "--help"], check=True,

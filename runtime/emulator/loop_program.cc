@@ -656,6 +656,10 @@ struct Evaluator {
   // strides over the row dimensions collapse to one), and the program does
   // not read the row's multi-index (no iota along a row dimension).
   bool jit_rows_linear = false;
+  // Compiled loads prefetch the bytes that follow the item's run in its row
+  // (the next vocab tile of a rows-outer tile loop) instead of the run
+  // kPrefetchRows rows ahead (LoopExecution::PrefetchNextRun).
+  bool prefetch_next_run = false;
 
   Evaluator(const LoopProgram& program, absl::Span<const void* const> in)
       : p(program), inputs(in), rank(program.shape.rank()) {
@@ -730,7 +734,8 @@ struct Evaluator {
       int64_t off = c0 * l.minor;
       for (int64_t d = 0; d + 1 < rank; ++d) off += idx[d] * l.strides[d];
       ptrs[k] = l.base + off * l.width;
-      ptrs[nl + k] = ptrs[k] + l.prefetch_bytes;
+      ptrs[nl + k] =
+          ptrs[k] + (prefetch_next_run && l.prefetch_bytes != 0 ? n * l.width : l.prefetch_bytes);
     }
     JitItem item;
     item.loads = ptrs.data();
@@ -1099,6 +1104,8 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
 
 LoopExecution::~LoopExecution() = default;
 LoopExecution::LoopExecution(LoopExecution&&) = default;
+
+void LoopExecution::PrefetchNextRun() { eval_->prefetch_next_run = true; }
 
 void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch,
                               int64_t* idx, uint8_t** vals) const {

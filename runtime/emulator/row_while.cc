@@ -257,6 +257,7 @@ RowQueue::Added RowQueue::Add(const LoopProgram& program, const std::vector<cons
   }
   for (void* out : outputs) writes_.insert(out);
   entry->execution = std::make_unique<LoopExecution>(program, entry->inputs, entry->outputs);
+  entry->execution->PrefetchNextRun();
   elements_ += entry->execution->elements();
   entries_.push_back(std::move(entry));
   return Added::kQueued;
