@@ -29,6 +29,16 @@ absl::StatusOr<std::vector<hlo::Literal>> Make(const std::string& dtype, int64_t
   return MakeRandomInputs(*(*m)->entry(), o);
 }
 
+// The generated input of the parameter named `name`.
+const hlo::Literal& ArgNamed(const hlo::HloComputation& entry,
+                             const std::vector<hlo::Literal>& in, const std::string& name) {
+  for (int64_t i = 0; i < entry.num_parameters(); ++i) {
+    if (entry.parameter(i)->name() == name) return in[i];
+  }
+  ADD_FAILURE() << "no parameter " << name;
+  return in[0];
+}
+
 TEST(RandomInputsTest, LogitsAreStandardNormal) {
   for (const char* dtype : {"f32", "bf16"}) {
     auto in = Make(dtype, 40);  // 327,920 samples
@@ -100,11 +110,7 @@ TEST(RandomInputsTest, DerivedInputsAreTheLogitsRowStatistics) {
         auto in = MakeRandomInputs(entry, o);
         ASSERT_TRUE(in.ok()) << in.status();
         auto arg = [&](const std::string& name) -> const hlo::Literal& {
-          for (int64_t i = 0; i < entry.num_parameters(); ++i) {
-            if (entry.parameter(i)->name() == name) return (*in)[i];
-          }
-          ADD_FAILURE() << "no parameter " << name;
-          return (*in)[0];
+          return ArgNamed(entry, *in, name);
         };
         const hlo::Literal& z = arg("logits");
         const hlo::Literal& ids = arg("chosen_ids");
@@ -202,11 +208,7 @@ TEST(RandomInputsTest, FusedDerivedInputsComeFromHiddenTimesLmHead) {
       auto in = MakeRandomInputs(entry, o);
       ASSERT_TRUE(in.ok()) << in.status();
       auto arg = [&](const std::string& name) -> const hlo::Literal& {
-        for (int64_t i = 0; i < entry.num_parameters(); ++i) {
-          if (entry.parameter(i)->name() == name) return (*in)[i];
-        }
-        ADD_FAILURE() << "no parameter " << name;
-        return (*in)[0];
+        return ArgNamed(entry, *in, name);
       };
       const int64_t rows = 2 * sh.seq;
       const int64_t step = sh.exact ? 1 : rows / 8 + 1;
