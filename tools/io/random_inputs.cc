@@ -16,6 +16,7 @@
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/simd_math.h"
+#include "runtime/emulator/gemm.h"
 #include "tools/io/normal_fill.h"
 
 namespace tpuoff::tools {
@@ -240,9 +241,10 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
 }
 
 // The fused kernel's derived inputs (it takes hidden [.., H] and lm_head
-// [H, V], not logits). Up to kFusedExactMacs multiply-adds (and a product of
-// at most kFusedExactLogits values) the logits hidden·lm_head are formed in
-// f32 and their row statistics taken exactly, as for a logits kernel.
+// [H, V], not logits). Up to kFusedExactMacs multiply-adds (and a product and
+// an lm_head of at most kFusedExactLogits values each) the logits
+// hidden·lm_head are formed (runtime::Gemm, f32 accumulation) and their row
+// statistics taken exactly, as for a logits kernel.
 // Beyond that (the seed shapes: 1.2e11 multiply-adds at T=512, H=1536,
 // V=151936) each row's chosen logit z_y is still exact (a length-H dot), and
 // its lse and entropy are those of V normal logits with the row's variance:
@@ -256,40 +258,30 @@ RowStats ComputeRowStats(const Literal& logits, const Literal& ids,
 constexpr int64_t kFusedExactMacs = int64_t{1} << 30;
 constexpr int64_t kFusedExactLogits = int64_t{1} << 26;
 
-float ElementAsFloat(const Literal& x, int64_t i) {
-  switch (x.shape().element_type()) {
-    case PrimitiveType::kF32:
-      return x.data<float>()[i];
-    case PrimitiveType::kBF16:
-      return hlo::Bf16ToF32(x.data<uint16_t>()[i]);
-    default:
-      return static_cast<float>(x.GetAsDouble(i));
+// f32 [rows, v] = hidden [rows, h] · lm_head [h, v] on the emulator's
+// matrix product: the stored operands when both are f32 (or bf16 with a
+// native bf16 product), else f32 copies (at most kFusedExactLogits values).
+absl::StatusOr<Literal> FusedLogits(const Literal& hidden, const Literal& lm_head, int64_t rows,
+                                    int64_t h, int64_t v) {
+  const PrimitiveType t = hidden.shape().element_type();
+  const bool direct = t == lm_head.shape().element_type() &&
+                      (t == PrimitiveType::kF32 ||
+                       (t == PrimitiveType::kBF16 && runtime::GemmNativeBf16()));
+  std::vector<float> h32, w32;
+  runtime::GemmOperand a{hidden.raw(), runtime::GemmType::kF32};
+  runtime::GemmOperand b{lm_head.raw(), runtime::GemmType::kF32};
+  if (direct && t == PrimitiveType::kBF16) {
+    a.type = b.type = runtime::GemmType::kBf16;
+  } else if (!direct) {
+    h32.resize(rows * h);
+    w32.resize(h * v);
+    for (int64_t r = 0; r < rows; ++r) LoadRow(hidden, r, h, h32.data() + r * h);
+    for (int64_t k = 0; k < h; ++k) LoadRow(lm_head, k, v, w32.data() + k * v);
+    a.data = h32.data();
+    b.data = w32.data();
   }
-}
-
-// f32 [rows, v] = hidden [rows, h] · lm_head [h, v], f32 accumulation.
-Literal FusedLogits(const Literal& hidden, const Literal& lm_head, int64_t rows, int64_t h,
-                    int64_t v) {
   Literal z(Shape(PrimitiveType::kF32, {rows, v}));
-  float* out = z.data<float>();
-#pragma omp parallel if (rows > 1)
-  {
-    std::vector<float> w(v);
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* zr = out + r * v;
-      for (int64_t k = 0; k < h; ++k) {
-        const float hk = ElementAsFloat(hidden, r * h + k);
-        if (lm_head.shape().element_type() == PrimitiveType::kF32) {
-          const float* wk = lm_head.data<float>() + k * v;
-          for (int64_t j = 0; j < v; ++j) zr[j] += hk * wk[j];
-        } else {
-          for (int64_t j = 0; j < v; ++j) w[j] = ElementAsFloat(lm_head, k * v + j);
-          for (int64_t j = 0; j < v; ++j) zr[j] += hk * w[j];
-        }
-      }
-    }
-  }
+  RETURN_IF_ERROR(runtime::Gemm(1, rows, h, v, a, b, z.data<float>(), omp_get_max_threads()));
   return z;
 }
 
@@ -308,8 +300,8 @@ RowStats FusedRowEstimates(const Literal& hidden, const Literal& lm_head, const 
     const int64_t y = std::clamp<int64_t>(ids.GetAsInt64(r), 0, v - 1);
     double zy = 0, norm2 = 0;
     for (int64_t k = 0; k < h; ++k) {
-      const double hk = ElementAsFloat(hidden, r * h + k);
-      zy += hk * ElementAsFloat(lm_head, k * v + y);
+      const double hk = hidden.GetAsDouble(r * h + k);
+      zy += hk * lm_head.GetAsDouble(k * v + y);
       norm2 += hk * hk;
     }
     const double var = norm2 / static_cast<double>(h);  // of the row's logits
@@ -465,22 +457,21 @@ absl::StatusOr<std::vector<Literal>> MakeRandomInputs(
             lm_head->shape().dimensions(0) == h_dim && lm_head->shape().dimensions(1) >= 1 &&
             hidden->num_elements() == ids->num_elements() * h_dim &&
             lit.num_elements() == ids->num_elements();
-        if (fused && !row_stats.has_value()) {
+        if (consistent && !row_stats.has_value()) {
+          row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0, logits_lse);
+        } else if (fused && !row_stats.has_value()) {
           const int64_t rows = ids->num_elements();
           const int64_t v = lm_head->shape().dimensions(1);
-          const bool exact = rows <= kFusedExactLogits / v && rows * v <= kFusedExactMacs / h_dim;
+          const bool exact = rows <= kFusedExactLogits / v && h_dim <= kFusedExactLogits / v &&
+                             rows * v <= kFusedExactMacs / h_dim;
           if (exact) {
-            const Literal z = FusedLogits(*hidden, *lm_head, rows, h_dim, v);
+            ASSIGN_OR_RETURN(const Literal z, FusedLogits(*hidden, *lm_head, rows, h_dim, v));
             row_stats = ComputeRowStats(z, *ids, o, true, {});
           } else {
             row_stats = FusedRowEstimates(*hidden, *lm_head, *ids, rows, h_dim, v, o);
           }
         }
         if (consistent || fused) {
-          if (!row_stats.has_value()) {
-            row_stats = ComputeRowStats(*logits, *ids, o, by_name.count("entropy") > 0,
-                                        logits_lse);
-          }
           const RowStats& stats = *row_stats;
           const bool noisy =
               name == "old_logp" || name == "ref_logp" || name == "sampler_logp";
