@@ -197,10 +197,10 @@ std::string Signature(const LoopProgram& p, bool streaming, int lanes) {
 class ProgramCodegen {
  public:
   ProgramCodegen(const LoopProgram& p, bool streaming, int lanes, int register_lanes,
-                 llvm::Module* m)
+                 bool bf16_convert, llvm::Module* m)
       : p_(p), streaming_(streaming), lanes_(lanes), register_lanes_(register_lanes), m_(m),
         b_(m->getContext()),
-        ops_(&b_, simd::kFusedMultiplyAdd) {}
+        ops_(&b_, simd::kFusedMultiplyAdd, bf16_convert) {}
 
   bool Emit(const std::string& name);
 
@@ -571,16 +571,29 @@ bool ProgramCodegen::EmitReduce() {
     b_.CreateCondBr(b_.CreateICmpSLT(i, full), loop, done);
     b_.SetInsertPoint(loop);
     if (j0 == 0) Prefetch(i);  // the first pass brings the item's lines in
-    std::vector<Value*> next(acc.size());
-    for (int g = 0; g < per_pass; ++g) {
-      Group grp;
-      grp.width = gw;
-      grp.i = b_.CreateAdd(i, b_.getInt64(int64_t{j0 + g} * gw));
-      if (!EmitGroup(&grp)) return false;
-      for (size_t o = 0; o < nout; ++o) {
-        next[g * nout + o] = FoldValue(p_.reduce_outputs[o], grp, phis[g * nout + o]);
+    // A one-hot column (a gathered logit: sum of select(iota == y, x, 0))
+    // is in one block of kFoldLanes elements of a row: the others take a
+    // copy where its compares are false (the selects fold to constants).
+    const std::vector<Value*> next = OneHotSplit(i, kFoldLanes, [&] {
+      std::vector<Value*> folded(acc.size());
+      for (int g = 0; g < per_pass && ok; ++g) {
+        Group grp;
+        grp.width = gw;
+        grp.i = b_.CreateAdd(i, b_.getInt64(int64_t{j0 + g} * gw));
+        if (!EmitGroup(&grp)) {
+          ok = false;
+          break;
+        }
+        for (size_t o = 0; o < nout; ++o) {
+          folded[g * nout + o] = FoldValue(p_.reduce_outputs[o], grp, phis[g * nout + o]);
+        }
       }
-    }
+      for (size_t a = 0; a < folded.size(); ++a) {  // a failed emit: placeholders
+        if (folded[a] == nullptr) folded[a] = llvm::UndefValue::get(phis[a]->getType());
+      }
+      return folded;
+    });
+    if (!ok) return false;
     i->addIncoming(b_.CreateAdd(i, b_.getInt64(kFoldLanes)), b_.GetInsertBlock());
     for (size_t a = 0; a < acc.size(); ++a) phis[a]->addIncoming(next[a], b_.GetInsertBlock());
     b_.CreateBr(head);
@@ -884,6 +897,7 @@ class Engine {
     llvm::sys::getHostCPUFeatures(features);
     lanes_ = features.lookup("avx512f") ? 16 : features.lookup("avx2") ? 8 : 4;
     register_lanes_ = lanes_;
+    bf16_convert_ = features.lookup("avx512bf16");
     // Tests: TPUOFF_JIT_LANES=4|8|16 emits another width's code (LLVM
     // legalises wider vectors for this CPU), so the 16-lane code of an
     // AVX-512 machine is checked on an AVX2 one too.
@@ -983,7 +997,7 @@ class Engine {
     auto m = std::make_unique<llvm::Module>(name, *ctx);
     m->setDataLayout(jit_->getDataLayout());
     m->setTargetTriple(tm_->getTargetTriple().str());
-    ProgramCodegen gen(p, streaming, lanes_, register_lanes_, m.get());
+    ProgramCodegen gen(p, streaming, lanes_, register_lanes_, bf16_convert_, m.get());
     if (!gen.Emit(name)) return nullptr;
     Optimize(m.get());
     if (const char* dir = std::getenv("TPUOFF_JIT_DUMP")) {  // debugging: the optimised IR
@@ -1027,6 +1041,7 @@ class Engine {
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   int lanes_ = 8;
   int register_lanes_ = 8;
+  bool bf16_convert_ = false;  // the CPU has AVX512_BF16
   int64_t counter_ = 0;
   absl::flat_hash_map<std::string, LoopItemFn> cache_;
   std::string cache_dir_;  // the disk cache (jit_disk_cache.h); "" for none

@@ -25,7 +25,10 @@ bool IsJitType(hlo::PrimitiveType t);
 class OpEmitter {
  public:
   // `fma`: runtime/cpu/simd_math.h's MulAdd fuses (kFusedMultiplyAdd).
-  OpEmitter(llvm::IRBuilder<>* b, bool fma) : b_(b), fma_(fma) {}
+  // `bf16_convert`: the target has AVX512_BF16 (VCVTNE2PS2BF16), used for
+  // bf16 stores of 512-bit vectors.
+  OpEmitter(llvm::IRBuilder<>* b, bool fma, bool bf16_convert = false)
+      : b_(b), fma_(fma), bf16_convert_(bf16_convert) {}
 
   llvm::IRBuilder<>& b() { return *b_; }
   // The compute type of `t` (scalar).
@@ -46,6 +49,9 @@ class OpEmitter {
   // The bf16 bits F32ToBf16 gives, in the high 16 bits of an i32 (the low
   // 16 bits are left over from the rounding: mask or shift them out).
   llvm::Value* Bf16High(llvm::Value* f);
+  // F32ToBf16 of a vector of 32, 64, ... floats with VCVTNE2PS2BF16
+  // (nullptr when the target has none): the bf16 bits as i16 lanes.
+  llvm::Value* NativeBf16(llvm::Value* f);
   // Rounds a float result of type t (bf16: RoundBf16; others unchanged).
   llvm::Value* Round(hlo::PrimitiveType t, llvm::Value* v);
 
@@ -84,6 +90,7 @@ class OpEmitter {
 
   llvm::IRBuilder<>* b_;
   bool fma_;
+  bool bf16_convert_;
 };
 
 }  // namespace tpuoff::runtime::jit

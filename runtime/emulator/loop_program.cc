@@ -648,6 +648,7 @@ struct Evaluator {
     int width;
     int64_t minor;
     int64_t prefetch_bytes;  // ahead of the load (0: none)
+    int input;               // the program input it reads
   };
   std::vector<JitLoad> jit_loads;  // in node order
   std::vector<int64_t> jit_row_steps;  // per load: bytes from one row to the next
@@ -658,8 +659,11 @@ struct Evaluator {
   bool jit_rows_linear = false;
   // Compiled loads prefetch the bytes that follow the item's run in its row
   // (the next vocab tile of a rows-outer tile loop) instead of the run
-  // kPrefetchRows rows ahead (LoopExecution::PrefetchNextRun).
+  // kPrefetchRows rows ahead (LoopExecution::PrefetchNextRun); loads of
+  // inputs not in `next_run_inputs` then prefetch nothing new (the lines of
+  // their own run).
   bool prefetch_next_run = false;
+  std::vector<bool> next_run_inputs;
 
   Evaluator(const LoopProgram& program, absl::Span<const void* const> in)
       : p(program), inputs(in), rank(program.shape.rank()) {
@@ -683,6 +687,7 @@ struct Evaluator {
       l.width = hlo::ByteWidth(n.type);
       l.base = static_cast<const uint8_t*>(inputs[n.input]) + offsets[i] * l.width;
       l.strides = n.strides.data();
+      l.input = n.input;
       l.minor = rank ? n.strides[rank - 1] : 0;
       // As Eval: contiguous rows kPrefetchRows rows ahead.
       l.prefetch_bytes = !n.invariant && l.minor == 1 && rank >= 2
@@ -734,8 +739,9 @@ struct Evaluator {
       int64_t off = c0 * l.minor;
       for (int64_t d = 0; d + 1 < rank; ++d) off += idx[d] * l.strides[d];
       ptrs[k] = l.base + off * l.width;
-      ptrs[nl + k] =
-          ptrs[k] + (prefetch_next_run && l.prefetch_bytes != 0 ? n * l.width : l.prefetch_bytes);
+      int64_t ahead = l.prefetch_bytes;
+      if (prefetch_next_run && ahead != 0) ahead = next_run_inputs[l.input] ? n * l.width : 0;
+      ptrs[nl + k] = ptrs[k] + ahead;
     }
     JitItem item;
     item.loads = ptrs.data();
@@ -1105,7 +1111,11 @@ LoopExecution::LoopExecution(const LoopProgram& program, absl::Span<const void* 
 LoopExecution::~LoopExecution() = default;
 LoopExecution::LoopExecution(LoopExecution&&) = default;
 
-void LoopExecution::PrefetchNextRun() { eval_->prefetch_next_run = true; }
+void LoopExecution::PrefetchNextRun(const std::vector<bool>& inputs) {
+  eval_->prefetch_next_run = true;
+  eval_->next_run_inputs = inputs;
+  eval_->next_run_inputs.resize(p_.inputs.size(), false);
+}
 
 void LoopExecution::EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch,
                               int64_t* idx, uint8_t** vals) const {

@@ -257,9 +257,10 @@ class LoopExecution {
   bool UpdateRowSpan(int64_t rows, int64_t* begin, int64_t* end) const;
   bool is_elementwise() const { return !p_.reduce && !p_.update; }
   // Rows-outer tile loops (row_while.h): a compiled item's contiguous loads
-  // prefetch the bytes right after the item's run in the same row, which
-  // the loop's next iteration reads for this chunk of rows, while this
-  // iteration's later passes compute from cache; the default, the run
+  // of the inputs i with inputs[i] prefetch the bytes right after the
+  // item's run in the same row, which the loop's next iteration reads for
+  // this chunk of rows, while this iteration's later passes compute from
+  // cache; loads of other inputs prefetch nothing new. The default, the run
   // kPrefetchRows rows ahead, serves loops that walk a tile's rows in turn.
   // Prefetching only changes timing, never values. Measured at the seed
   // shape (AMD EPYC with AVX-512, 2026-11-29, `tpuoff bench` medians of 7,
@@ -268,7 +269,9 @@ class LoopExecution {
   // fwd_bwd f32 0.300 / 0.295 / 0.315 against 0.330 / 0.304 / 0.346 s; bf16
   // within noise (entropy 0.125 / 0.129 / 0.148 against 0.136 / 0.129 /
   // 0.132, grpo 0.289 / 0.298 / 0.302 against 0.308 / 0.294 / 0.306).
-  void PrefetchNextRun();
+  void PrefetchNextRun(const std::vector<bool>& inputs);
+  // Nodes of the loop body: the work per element, roughly.
+  int64_t body_nodes() const { return static_cast<int64_t>(p_.nodes.size()); }
 
  private:
   void EvalStore(int64_t row, int64_t c0, int64_t n, uint8_t* scratch, int64_t* idx,

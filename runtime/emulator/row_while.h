@@ -105,6 +105,7 @@ class RowQueue {
  private:
   struct Entry;
   void DropDeadStores();
+  void ChoosePrefetchers();
   void Release();
 
   int64_t rows_;
