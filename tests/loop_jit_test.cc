@@ -333,6 +333,77 @@ TEST(LoopJit, ReductionsMatchTheInterpreter) {
   ExpectJitMatches(*m, args, "integer reductions");
 }
 
+// Max and min reduces alone take a loop of plain max (min) instructions and
+// fall back to the exact fold when a NaN shows up (loop_jit.cc,
+// EmitMinMaxPass): rows with a NaN first, in the middle, last or in the
+// tail after the whole 64-element groups, signed zeros tying for the
+// result, infinities, and a NaN starting value; from bf16 (converted) and
+// f32, at widths around the 64-element groups.
+TEST(LoopJit, MaxMinReducesAgreeWithTheExactFold) {
+  const double nan = std::nan(""), inf = INFINITY;
+  for (int64_t cols : {5, 64, 100, 2048, 2500}) {
+    for (const char* t : {"f32", "bf16"}) {
+      for (double start : {-inf, inf, nan, 0.0, -0.0}) {
+        const std::string T(t), C = std::to_string(cols);
+        const std::string in = T + "[9," + C + "]";
+        auto m = Parse(
+            "HloModule mm\n"
+            "max_t { m0 = f32[] parameter(0) m1 = f32[] parameter(1) ROOT mr = f32[] maximum(m0, m1) }\n"
+            "min_t { n0 = f32[] parameter(0) n1 = f32[] parameter(1) ROOT nr = f32[] minimum(n0, n1) }\n"
+            "ENTRY e { x = " + in + " parameter(0)  i = f32[] parameter(1)\n"
+            "xf = f32[9," + C + "] convert(x)\n"
+            "mx = f32[9] reduce(xf, i), dimensions={1}, to_apply=max_t\n"
+            "mn = f32[9] reduce(xf, i), dimensions={1}, to_apply=min_t\n"
+            "ROOT o = (f32[9], f32[9]) tuple(mx, mn) }\n");
+        ASSERT_NE(m, nullptr);
+        std::mt19937 rng(static_cast<uint32_t>(cols));
+        std::normal_distribution<double> normal(0.0, 3.0);
+        std::vector<double> x(9 * cols);
+        for (int64_t r = 0; r < 9; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            double v = normal(rng);
+            switch (r) {
+              case 1: if (c == cols / 2) v = nan; break;
+              case 2: if (c == 0) v = -nan; if (c == cols - 1) v = nan; break;
+              case 3: v = (c * 7 % 5 < 2) ? 0.0 : -0.0; break;           // zeros tie
+              case 4: v = c % 3 == 0 ? -0.0 : (c % 3 == 1 ? 0.0 : -std::fabs(v) - 1); break;
+              case 5: v = c == cols / 3 ? inf : (c == cols / 4 ? -inf : v); break;
+              case 6: v = -inf; break;
+              case 7: if (c == cols - 1) v = nan; break;                   // the tail
+              case 8: v = std::fabs(v) + 1; break;
+              default: break;
+            }
+            x[r * cols + c] = v;
+          }
+        }
+        std::vector<Literal> args;
+        args.push_back(testing::Lit(T == "f32" ? PrimitiveType::kF32 : PrimitiveType::kBF16,
+                                    {9, cols}, x));
+        args.push_back(testing::Lit(PrimitiveType::kF32, {}, {start}));
+        const std::string what = in + " start " + std::to_string(start);
+        const int compiled = ExpectJitMatches(*m, args, what);
+        if (LoopJitAvailable()) EXPECT_GE(compiled, 1) << what;
+        // And against the values themselves: NaN rows give NaN.
+        RunOptions on;
+        on.jit = LoopJitMode::kAlways;
+        auto got = RunModule(*m, args, on);
+        ASSERT_TRUE(got.ok()) << got.status();
+        for (int k = 0; k < 2; ++k) {
+          const Literal& out = got->outputs[k];
+          EXPECT_EQ(std::isnan(out.GetAsDouble(1)), true) << what;
+          EXPECT_EQ(std::isnan(out.GetAsDouble(2)), true) << what;
+          EXPECT_EQ(std::isnan(out.GetAsDouble(7)), true) << what;
+          EXPECT_EQ(std::isnan(out.GetAsDouble(0)), std::isnan(start)) << what;
+        }
+        if (!std::isnan(start) && start < 0) {
+          EXPECT_EQ(got->outputs[0].GetAsDouble(5), inf) << what;
+          EXPECT_EQ(got->outputs[0].GetAsDouble(6), -inf) << what;
+        }
+      }
+    }
+  }
+}
+
 // exp and log of a million bit patterns (every exponent, both signs, NaN
 // payloads, subnormals) through compiled and interpreted loops.
 TEST(LoopJit, ExpAndLogMatchSimdMathBitForBit) {

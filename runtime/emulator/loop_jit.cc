@@ -252,6 +252,9 @@ class ProgramCodegen {
   Value* Loop(Value* start, const std::function<Value*(Value*)>& cond, int64_t step,
               const std::function<void(Value*)>& body);
   bool EmitReduce();
+  bool EmitMinMaxPass(int j0, int gw, int per_pass, Value* full, const std::vector<Value*>& acc,
+                      llvm::BasicBlock* done, std::vector<Value*>* fast_acc,
+                      llvm::BasicBlock** fast_end);
   bool EmitElementwise();
 
   const LoopProgram& p_;
@@ -499,6 +502,82 @@ int RegistersFor(int width, int register_lanes) {
   return std::max(1, width / register_lanes);
 }
 
+// The fast loop of a pass of float max / min folds over the item's whole
+// kFoldLanes groups (EmitReduce): acc = acc > v ? acc : v (one max
+// instruction) where the exact fold also keeps a NaN accumulator. The two
+// agree while no accumulator is NaN, i.e. unless a folded value or a
+// starting accumulator is NaN: the loop also sums the folded values (NaN
+// if one is NaN; also, harmlessly, for +inf and -inf both), and ends in
+// `done` with `*fast_acc` (from `*fast_end`) when neither happened, else
+// in a new block from which the caller emits the exact loop.
+bool ProgramCodegen::EmitMinMaxPass(int j0, int gw, int per_pass, Value* full,
+                                    const std::vector<Value*>& acc, llvm::BasicBlock* done,
+                                    std::vector<Value*>* fast_acc,
+                                    llvm::BasicBlock** fast_end) {
+  llvm::LLVMContext& c = b_.getContext();
+  const size_t nout = p_.reduce_outputs.size();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(c, "mm_head", fn_);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(c, "mm_loop", fn_);
+  llvm::BasicBlock* check = llvm::BasicBlock::Create(c, "mm_check", fn_);
+  llvm::BasicBlock* exact = llvm::BasicBlock::Create(c, "mm_exact", fn_);
+  Value* nan_start = nullptr;
+  for (Value* a : acc) {
+    Value* any = b_.CreateOrReduce(b_.CreateFCmpUNO(a, a));
+    nan_start = nan_start == nullptr ? any : b_.CreateOr(nan_start, any);
+  }
+  b_.CreateCondBr(nan_start, exact, head, llvm::MDBuilder(c).createBranchWeights(1, 1000));
+  b_.SetInsertPoint(head);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+  i->addIncoming(b_.getInt64(0), pre);
+  llvm::Type* vt = acc[0]->getType();
+  std::vector<llvm::PHINode*> phis(acc.size()), sums(per_pass);
+  for (size_t a = 0; a < acc.size(); ++a) {
+    phis[a] = b_.CreatePHI(vt, 2);
+    phis[a]->addIncoming(acc[a], pre);
+  }
+  for (int g = 0; g < per_pass; ++g) {
+    sums[g] = b_.CreatePHI(vt, 2);
+    sums[g]->addIncoming(llvm::Constant::getNullValue(vt), pre);
+  }
+  b_.CreateCondBr(b_.CreateICmpSLT(i, full), loop, check);
+  b_.SetInsertPoint(loop);
+  if (j0 == 0) Prefetch(i);
+  std::vector<Value*> next(acc.size()), next_sums(per_pass);
+  for (int g = 0; g < per_pass; ++g) {
+    Group grp;
+    grp.width = gw;
+    grp.i = b_.CreateAdd(i, b_.getInt64(int64_t{j0 + g} * gw));
+    if (!EmitGroup(&grp)) return false;
+    Value* sum = sums[g];
+    for (size_t o = 0; o < nout; ++o) {
+      const LoopReduceOutput& ro = p_.reduce_outputs[o];
+      Value* v = Arg(ro.node, grp);
+      Value* a = phis[g * nout + o];
+      Value* keep = ro.op == HloOpcode::kMaximum ? b_.CreateFCmpOGT(a, v) : b_.CreateFCmpOLT(a, v);
+      next[g * nout + o] = b_.CreateSelect(keep, a, v);
+      sum = b_.CreateFAdd(sum, v);
+    }
+    next_sums[g] = sum;
+  }
+  llvm::BasicBlock* loop_end = b_.GetInsertBlock();
+  i->addIncoming(b_.CreateAdd(i, b_.getInt64(kFoldLanes)), loop_end);
+  for (size_t a = 0; a < acc.size(); ++a) phis[a]->addIncoming(next[a], loop_end);
+  for (int g = 0; g < per_pass; ++g) sums[g]->addIncoming(next_sums[g], loop_end);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(check);
+  Value* nan_seen = nullptr;
+  for (llvm::PHINode* sum : sums) {
+    Value* any = b_.CreateOrReduce(b_.CreateFCmpUNO(sum, sum));
+    nan_seen = nan_seen == nullptr ? any : b_.CreateOr(nan_seen, any);
+  }
+  b_.CreateCondBr(nan_seen, exact, done, llvm::MDBuilder(c).createBranchWeights(1, 1000));
+  fast_acc->assign(phis.begin(), phis.end());
+  *fast_end = check;
+  b_.SetInsertPoint(exact);
+  return true;
+}
+
 // Accumulator vectors of a reduce's pass over an item: every output's
 // accumulators for the lane groups of the pass stay in at most half the
 // vector registers (16 with AVX2 and SSE, 32 with AVX-512), the rest for
@@ -542,6 +621,13 @@ bool ProgramCodegen::EmitReduce() {
   Value* full = b_.CreateAnd(n_, b_.getInt64(~int64_t{kFoldLanes - 1}));
   llvm::LLVMContext& c = b_.getContext();
   bool ok = true;
+  bool plain_minmax = true;
+  for (const LoopReduceOutput& o : p_.reduce_outputs) {
+    plain_minmax &= o.type == PrimitiveType::kF32 && o.fold_select == nullptr &&
+                    o.fold_product == nullptr &&
+                    (o.op == HloOpcode::kMaximum || o.op == HloOpcode::kMinimum);
+  }
+  for (const LoopNode& n : p_.nodes) plain_minmax &= n.kind != LoopNode::Kind::kIotaEq;
   for (int j0 = 0; j0 < groups; j0 += per_pass) {
     // acc[g * nout + o]: output o's accumulator for lane group j0 + g.
     std::vector<Value*> acc(per_pass * nout);
@@ -555,10 +641,19 @@ bool ProgramCodegen::EmitReduce() {
         acc[g * nout + o] = b_.CreateSelect(init, ops_.Widen(Identity(ro), gw), kept);
       }
     }
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "rdone", fn_);
+    // Float max / min folds first take a loop of plain max (min)
+    // instructions, which agrees with the exact fold unless an accumulator
+    // is NaN; a sum of the folded values (NaN when one is) tells, and then
+    // the exact loop runs the item's pass again from the start.
+    std::vector<Value*> fast_acc;
+    llvm::BasicBlock* fast_end = nullptr;
+    if (plain_minmax) {
+      if (!EmitMinMaxPass(j0, gw, per_pass, full, acc, done, &fast_acc, &fast_end)) return false;
+    }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* head = llvm::BasicBlock::Create(c, "rhead", fn_);
     llvm::BasicBlock* loop = llvm::BasicBlock::Create(c, "rloop", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(c, "rdone", fn_);
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
     llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
@@ -598,11 +693,20 @@ bool ProgramCodegen::EmitReduce() {
     for (size_t a = 0; a < acc.size(); ++a) phis[a]->addIncoming(next[a], b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(done);
+    std::vector<Value*> result(phis.begin(), phis.end());
+    if (fast_end != nullptr) {  // PHIs first in the block, then the stores
+      for (size_t a = 0; a < acc.size(); ++a) {
+        llvm::PHINode* merged = b_.CreatePHI(phis[a]->getType(), 2);
+        merged->addIncoming(phis[a], head);
+        merged->addIncoming(fast_acc[a], fast_end);
+        result[a] = merged;
+      }
+    }
     for (int g = 0; g < per_pass; ++g) {
       for (size_t o = 0; o < nout; ++o) {
-        llvm::PHINode* phi = phis[g * nout + o];
+        Value* v = result[g * nout + o];
         b_.CreateAlignedStore(
-            phi, TypedPtr(lane_ptr(o, b_.getInt64(int64_t{j0 + g} * gw)), phi->getType()),
+            v, TypedPtr(lane_ptr(o, b_.getInt64(int64_t{j0 + g} * gw)), v->getType()),
             llvm::MaybeAlign(1));
       }
     }
