@@ -1001,7 +1001,9 @@ class Engine {
     llvm::sys::getHostCPUFeatures(features);
     lanes_ = features.lookup("avx512f") ? 16 : features.lookup("avx2") ? 8 : 4;
     register_lanes_ = lanes_;
-    bf16_convert_ = features.lookup("avx512bf16");
+    // VCVTNE2PS2BF16 (AVX512_BF16) and the subnormal test VFPCLASSPS
+    // (AVX512DQ): every CPU with the first has the second, checked anyway.
+    bf16_convert_ = features.lookup("avx512bf16") && features.lookup("avx512dq");
     // Tests: TPUOFF_JIT_LANES=4|8|16 emits another width's code (LLVM
     // legalises wider vectors for this CPU), so the 16-lane code of an
     // AVX-512 machine is checked on an AVX2 one too.
