@@ -683,9 +683,7 @@ bool ProgramCodegen::EmitReduce() {
           folded[g * nout + o] = FoldValue(p_.reduce_outputs[o], grp, phis[g * nout + o]);
         }
       }
-      for (size_t a = 0; a < folded.size(); ++a) {  // a failed emit: placeholders
-        if (folded[a] == nullptr) folded[a] = llvm::UndefValue::get(phis[a]->getType());
-      }
+      if (!ok) folded.clear();  // as EmitElementwise: nothing to merge, the emit fails
       return folded;
     });
     if (!ok) return false;

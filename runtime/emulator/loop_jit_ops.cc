@@ -3,6 +3,8 @@
 #include "runtime/emulator/loop_jit_ops.h"
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "llvm/ADT/APFloat.h"
 #include "llvm/IR/Constants.h"
@@ -135,43 +137,61 @@ Value* OpEmitter::NativeBf16(Value* f) {
     subnormal = subnormal == nullptr ? bits : b_->CreateOr(subnormal, bits);
   }
   Value* any = b_->CreateICmpNE(subnormal, b_->getInt16(0));
+  return RareBranch(
+      any, "bf16",
+      [&] {
+        std::vector<Value*> packed;
+        for (size_t k = 0; k < parts.size(); k += 2) {
+          // The low 16 results come from the second operand.
+          packed.push_back(b_->CreateIntrinsic(
+              llvm::Intrinsic::x86_avx512bf16_cvtne2ps2bf16_512, {}, {parts[k + 1], parts[k]}));
+        }
+        while (packed.size() > 1) {  // concatenated pairwise, in order
+          const int m = static_cast<int>(
+              llvm::cast<llvm::FixedVectorType>(packed[0]->getType())->getNumElements());
+          std::vector<int> cat(2 * m);
+          for (int l = 0; l < 2 * m; ++l) cat[l] = l;
+          std::vector<Value*> next;
+          for (size_t k = 0; k < packed.size(); k += 2) {
+            next.push_back(b_->CreateShuffleVector(packed[k], packed[k + 1], cat));
+          }
+          packed = std::move(next);
+        }
+        return packed[0];
+      },
+      [&] {  // F32ToBf16's integer steps
+        Value* halves =
+            b_->CreateBitCast(Bf16High(f), llvm::FixedVectorType::get(b_->getInt16Ty(), 2 * n));
+        std::vector<int> odd(n);
+        for (int i = 0; i < n; ++i) odd[i] = 2 * i + 1;
+        return b_->CreateShuffleVector(halves, odd);
+      });
+}
+
+// `common` unless `rare` (a rare case, weighted so), each in its own block,
+// merged by a PHI.
+Value* OpEmitter::RareBranch(Value* rare, const char* name,
+                             const std::function<Value*()>& common,
+                             const std::function<Value*()>& rare_path) {
   llvm::Function* fn = b_->GetInsertBlock()->getParent();
   llvm::LLVMContext& ctx = b_->getContext();
-  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx, "bf16_native", fn);
-  llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx, "bf16_subnormal", fn);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "bf16_done", fn);
-  b_->CreateCondBr(any, slow, fast, llvm::MDBuilder(ctx).createBranchWeights(1, 1000));
+  const std::string n(name);
+  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx, n + "_fast", fn);
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx, n + "_slow", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, n + "_done", fn);
+  b_->CreateCondBr(rare, slow, fast, llvm::MDBuilder(ctx).createBranchWeights(1, 1000));
   b_->SetInsertPoint(fast);
-  std::vector<Value*> packed;
-  for (size_t k = 0; k < parts.size(); k += 2) {
-    // The low 16 results come from the second operand.
-    packed.push_back(b_->CreateIntrinsic(llvm::Intrinsic::x86_avx512bf16_cvtne2ps2bf16_512, {},
-                                         {parts[k + 1], parts[k]}));
-  }
-  while (packed.size() > 1) {  // concatenated pairwise, in order
-    const int m = static_cast<int>(
-        llvm::cast<llvm::FixedVectorType>(packed[0]->getType())->getNumElements());
-    std::vector<int> cat(2 * m);
-    for (int l = 0; l < 2 * m; ++l) cat[l] = l;
-    std::vector<Value*> next;
-    for (size_t k = 0; k < packed.size(); k += 2) {
-      next.push_back(b_->CreateShuffleVector(packed[k], packed[k + 1], cat));
-    }
-    packed = std::move(next);
-  }
+  Value* a = common();
+  llvm::BasicBlock* fast_end = b_->GetInsertBlock();
   b_->CreateBr(done);
   b_->SetInsertPoint(slow);
-  Value* h = Bf16High(f);
-  Value* halves = b_->CreateBitCast(h, llvm::FixedVectorType::get(b_->getInt16Ty(), 2 * n));
-  std::vector<int> odd(n);
-  for (int i = 0; i < n; ++i) odd[i] = 2 * i + 1;
-  Value* exact = b_->CreateShuffleVector(halves, odd);
+  Value* r = rare_path();
   llvm::BasicBlock* slow_end = b_->GetInsertBlock();
   b_->CreateBr(done);
   b_->SetInsertPoint(done);
-  llvm::PHINode* result = b_->CreatePHI(exact->getType(), 2);
-  result->addIncoming(packed[0], fast);
-  result->addIncoming(exact, slow_end);
+  llvm::PHINode* result = b_->CreatePHI(a->getType(), 2);
+  result->addIncoming(a, fast_end);
+  result->addIncoming(r, slow_end);
   return result;
 }
 
@@ -252,36 +272,28 @@ Value* OpEmitter::Exp(Value* x) {
   // Every lane's n in [-125, 127]: y * 2^n as an exponent add (exact).
   Value* in_range = b_->CreateICmpULE(b_->CreateAdd(ni, ci(125)), ci(252));
   Value* all = in_range->getType()->isVectorTy() ? b_->CreateAndReduce(in_range) : in_range;
-  llvm::Function* fn = b_->GetInsertBlock()->getParent();
-  llvm::LLVMContext& ctx = b_->getContext();
-  llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx, "exp_fast", fn);
-  llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx, "exp_slow", fn);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "exp_done", fn);
-  b_->CreateCondBr(all, fast, slow, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
-  b_->SetInsertPoint(fast);
-  // ni << 23 is shifted's bits << 23 (the bias 0x4B400000 shifts out).
-  Value* scaled = b_->CreateBitCast(
-      b_->CreateAdd(b_->CreateBitCast(y, it), b_->CreateShl(b_->CreateBitCast(shifted, it), ci(23))),
-      ft);
-  b_->CreateBr(done);
-  b_->SetInsertPoint(slow);
-  Value* n1 = b_->CreateAShr(ni, ci(1));
-  Value* n2 = b_->CreateSub(ni, n1);
-  auto pow2 = [&](Value* k) {
-    return b_->CreateBitCast(b_->CreateShl(b_->CreateAdd(k, ci(127)), ci(23)), ft);
-  };
-  Value* z = b_->CreateFMul(y, pow2(n1));
-  z = b_->CreateFMul(z, pow2(n2));
-  z = b_->CreateSelect(b_->CreateFCmpOLT(x, c(-104.0f)), c(0.0f), z);
-  z = b_->CreateSelect(b_->CreateFCmpOGT(x, c(89.0f)), llvm::ConstantFP::getInfinity(ft), z);
-  z = b_->CreateSelect(b_->CreateFCmpUNE(x, x), x, z);
-  llvm::BasicBlock* slow_end = b_->GetInsertBlock();
-  b_->CreateBr(done);
-  b_->SetInsertPoint(done);
-  llvm::PHINode* result = b_->CreatePHI(ft, 2);
-  result->addIncoming(scaled, fast);
-  result->addIncoming(z, slow_end);
-  return result;
+  return RareBranch(
+      b_->CreateNot(all), "exp",
+      [&] {
+        // ni << 23 is shifted's bits << 23 (the bias 0x4B400000 shifts out).
+        return b_->CreateBitCast(
+            b_->CreateAdd(b_->CreateBitCast(y, it),
+                          b_->CreateShl(b_->CreateBitCast(shifted, it), ci(23))),
+            ft);
+      },
+      [&] {
+        Value* n1 = b_->CreateAShr(ni, ci(1));
+        Value* n2 = b_->CreateSub(ni, n1);
+        auto pow2 = [&](Value* k) {
+          return b_->CreateBitCast(b_->CreateShl(b_->CreateAdd(k, ci(127)), ci(23)), ft);
+        };
+        Value* z = b_->CreateFMul(y, pow2(n1));
+        z = b_->CreateFMul(z, pow2(n2));
+        z = b_->CreateSelect(b_->CreateFCmpOLT(x, c(-104.0f)), c(0.0f), z);
+        z = b_->CreateSelect(b_->CreateFCmpOGT(x, c(89.0f)), llvm::ConstantFP::getInfinity(ft),
+                             z);
+        return b_->CreateSelect(b_->CreateFCmpUNE(x, x), x, z);
+      });
 }
 
 // simd::LogV, operation for operation.

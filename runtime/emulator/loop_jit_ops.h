@@ -8,6 +8,7 @@
 #ifndef TPUOFF_RUNTIME_EMULATOR_LOOP_JIT_OPS_H_
 #define TPUOFF_RUNTIME_EMULATOR_LOOP_JIT_OPS_H_
 
+#include <functional>
 #include <optional>
 
 #include "hlo/ir/attributes.h"
@@ -87,6 +88,10 @@ class OpEmitter {
   llvm::Value* IsNan(llvm::Value* x);
   llvm::Value* Intrinsic(unsigned id, llvm::Value* x);
   llvm::Value* FloatToInt(llvm::Value* x, bool is_unsigned);
+
+  llvm::Value* RareBranch(llvm::Value* rare, const char* name,
+                          const std::function<llvm::Value*()>& common,
+                          const std::function<llvm::Value*()>& rare_path);
 
   llvm::IRBuilder<>* b_;
   bool fma_;
