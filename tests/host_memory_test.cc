@@ -59,6 +59,25 @@ TEST(HostMemory, FreshLargeBlocksAreClaimedAsZeroOnce) {
   ReleaseHostCache();
 }
 
+// HostMapFresh (`tpuoff bench`'s page floor): zeroed, writable, never in
+// the cache; nullptr for 0 bytes and for a size the host cannot back.
+TEST(HostMemory, FreshMappingsAreZeroWritableAndUncached) {
+  ReleaseHostCache();
+  // One page, one slice, and 200 MiB: populated by several threads.
+  for (const size_t bytes : {size_t{4096}, kLarge, size_t{200} << 20}) {
+    char* p = static_cast<char*>(HostMapFresh(bytes));
+    ASSERT_NE(p, nullptr) << bytes;
+    EXPECT_TRUE(AllZero(p, bytes)) << bytes;
+    std::memset(p, 0x5a, bytes);
+    EXPECT_EQ(p[bytes - 1], 0x5a);
+    HostUnmapFresh(p, bytes);
+    EXPECT_EQ(HostCacheBytes(), 0) << bytes;
+  }
+  EXPECT_EQ(HostMapFresh(0), nullptr);
+  EXPECT_EQ(HostMapFresh(size_t{1} << 56), nullptr);  // 64 PiB: more than any address space
+  HostUnmapFresh(nullptr, 0);                         // ignored
+}
+
 TEST(HostMemory, ZeroFillsAreRightOnFreshAndRecycledBlocks) {
   const std::string text =
       "HloModule fill\nENTRY e { z = f32[] constant(0)\n"

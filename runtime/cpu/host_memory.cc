@@ -319,6 +319,10 @@ HostMemoryInfo QueryHostMemory() {
 }
 
 void* HostAlloc(size_t bytes) { return Cache().Alloc(bytes); }
+void* HostMapFresh(size_t bytes) { return bytes == 0 ? nullptr : MapPopulated(bytes); }
+void HostUnmapFresh(void* p, size_t bytes) {
+  if (p != nullptr) munmap(p, bytes);
+}
 void HostFree(void* p) { Cache().Free(p); }
 bool HostTakeZeroed(void* p) { return p != nullptr && Cache().TakeZeroed(p); }
 void ReleaseHostCache() { Cache().Release(); }

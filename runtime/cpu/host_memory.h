@@ -35,6 +35,15 @@ int64_t HostCacheBytes();
 
 inline constexpr size_t kHostCacheMinBytes = size_t{1} << 20;
 
+// A block of `bytes` (> 0) mapped fresh from the system the way HostAlloc
+// maps its large blocks (page-aligned, every page populated for writing, on
+// several threads when the block has several slices), outside the cache;
+// nullptr when the host cannot back it. For measuring what fresh memory
+// costs on this host (`tpuoff bench`'s cold runs). Release with
+// HostUnmapFresh(p, bytes).
+void* HostMapFresh(size_t bytes);
+void HostUnmapFresh(void* p, size_t bytes);
+
 // What the host can still give this process, so callers can refuse work
 // that cannot fit before allocating anything. Bytes; -1 = no such limit
 // (or unknown).

@@ -47,6 +47,9 @@ run_cmd 0 "quick bench" -- bench --quick --json="$WORK/bench.json" "${XLA[@]}" &
   # The sharded rows say what the host's split/assembly cost besides.
   expect_in "$WORK/out" "grpo_tiled fwd_bwd vocab/8 bf16: devices' programs and collectives" \
     "host I/O note"
+  # The cold runs beside their page floor, one entry per case.
+  grep -q "^Fresh host memory, the cold runs' page floor .*grpo_tiled fwd_bwd bf16: .* in .* = .*x warm, cold/(warm + pages) [0-9]" \
+    "$WORK/out" || fail "no page floor line of the cold runs"
   ok=$(grep -c '| ok |$' "$WORK/out")
   [[ $ok -eq 8 ]] || fail "floor check not ok on every row ($ok of 8): $(grep '^|' "$WORK/out")"
   grep -q "MISMATCH" "$WORK/out" && fail "floor disagrees with the emulator"
@@ -69,6 +72,8 @@ for c in d["cases"]:
     # Cold: one `tpuoff run --random-inputs` process per repetition.
     assert len(c["cold"]["samples_s"]) == 2 and c["cold"]["median_s"] > 0, c
     assert c["cold"]["error"] == "" and c["cold_minor_faults"] > 0, c
+    # The cold runs' page floor: their faulted bytes mapped fresh here.
+    assert c["cold_fresh_pages_s"] > 0, c
     # Only the fused kernel has dots.
     assert (c["gemm_flops"] > 0 and c["gemm_s"] > 0) == fused, c
     if os.environ.get("TPUOFF_PJRT_CPU") == "1":

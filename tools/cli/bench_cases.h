@@ -90,6 +90,10 @@ struct CaseResult {
   int64_t cold_minor_faults = 0;
   // One more cold run with an empty loop-JIT disk cache (wall seconds).
   std::optional<double> cold_empty_jit_cache;
+  // Fresh memory of the cold runs' faulted bytes (minor faults x page
+  // size), mapped, populated and unmapped in this process (TimeFreshPages,
+  // seconds).
+  std::optional<double> cold_fresh_pages;
   // Written by RunBenchCase for RunXlaSide (empty: no XLA side).
   std::string xla_case_dir;
   bool xla_with_jax = false;

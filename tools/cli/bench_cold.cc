@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/cpu/host_memory.h"
 
 extern char** environ;
 
@@ -164,6 +165,19 @@ void TimeColdRuns(const std::string& binary, const BenchCase& c, int reps, int n
     }
   }
   std::remove(tmpl);
+}
+
+std::optional<double> TimeFreshPages(int64_t bytes, int reps) {
+  if (bytes <= 0 || reps <= 0) return std::nullopt;
+  std::vector<double> samples;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = Now();
+    void* p = runtime::HostMapFresh(static_cast<size_t>(bytes));
+    if (p == nullptr) return std::nullopt;
+    runtime::HostUnmapFresh(p, static_cast<size_t>(bytes));
+    samples.push_back(Now() - t0);
+  }
+  return Median(samples);
 }
 
 }  // namespace tpuoff::tools

@@ -30,6 +30,16 @@ void TimeColdRuns(const std::string& binary, const BenchCase& c, int reps, int n
                   Timing* t, int64_t* minor_faults,
                   std::optional<double>* empty_jit_cache = nullptr);
 
+// The cold runs' page floor: `reps` times mapping `bytes` of fresh memory
+// the way the runtime maps its large buffers (every page populated for
+// writing, on this host's threads) and returning it to the system; the
+// median seconds, or nullopt when the host cannot back `bytes` (or either
+// is <= 0). With the bytes of a cold run's minor page faults: what the
+// kernel charges to give a process that much memory and take it back,
+// before any of it is computed. (Not wait4's peak RSS: a spawned child's
+// counts its parent's peak from before the exec.)
+std::optional<double> TimeFreshPages(int64_t bytes, int reps);
+
 }  // namespace tpuoff::tools
 
 #endif  // TPUOFF_TOOLS_CLI_BENCH_COLD_H_

@@ -182,6 +182,25 @@ std::string GemmLines(const std::vector<CaseResult>& results) {
   return out.empty() ? out : out + "\n";
 }
 
+// The cold runs beside their page floor: fresh memory of each cold run's
+// peak RSS (TimeFreshPages) against the warm emulator, and the cold run
+// against the warm run plus that floor.
+std::string FreshPagesLines(const std::vector<CaseResult>& results) {
+  std::string out;
+  for (const CaseResult& r : results) {
+    if (!r.cold_fresh_pages || !r.cold.median || !r.emulator.median) continue;
+    absl::StrAppend(&out, out.empty() ? "" : "; ", r.bench.name, " ", r.dtype, ": ",
+                    Gib(r.cold_minor_faults * sysconf(_SC_PAGESIZE)), " in ", SecondsText(*r.cold_fresh_pages), " = ",
+                    Ratio(r.cold_fresh_pages, r.emulator.median), "x warm, cold/(warm + pages) ",
+                    Ratio(r.cold.median, *r.emulator.median + *r.cold_fresh_pages));
+  }
+  if (out.empty()) return out;
+  return absl::StrCat("\nFresh host memory, the cold runs' page floor (as many bytes as each "
+                      "cold run faulted in, mapped, populated for writing as the runtime maps its "
+                      "buffers, and unmapped, in this process): ",
+                      out, ".");
+}
+
 std::string Table(const std::vector<CaseResult>& results) {
   std::string out =
       "| case | dtype | emulator | cold run | XLA:CPU | XLA CPU plugin | jax.jit | floor | bound "
@@ -231,6 +250,7 @@ std::string Json(const std::vector<CaseResult>& results, const std::vector<Corpu
                      {"cold", JsonTiming(r.cold)},
                      {"cold_minor_faults", r.cold_minor_faults},
                      {"cold_empty_jit_cache_s", OrNull(r.cold_empty_jit_cache)},
+                     {"cold_fresh_pages_s", OrNull(r.cold_fresh_pages)},
                      {"gemm_flops", r.gemm_flops},
                      {"gemm_s", r.gemm_seconds},
                      {"gemm_bf16_flops", r.gemm_bf16_flops},
@@ -344,7 +364,11 @@ int BenchMain(const std::vector<std::string>& args) {
       "    repetition (inputs generated, planning, the run on fresh host memory,\n"
       "    checksums, exit), what a user sees on a repeated run (compiled loops\n"
       "    from the JIT's disk cache, filled by the warm runs); one more with an\n"
-      "    empty cache is reported under the table; --no-cold skips them.\n"
+      "    empty cache is reported under the table; --no-cold skips them. Beside\n"
+      "    them, the page floor: as many bytes as a cold run faulted in, mapped fresh,\n"
+      "    populated for writing as the runtime maps its buffers and unmapped, in\n"
+      "    this process (what fresh memory costs before any of it is computed),\n"
+      "    and cold/(warm + page floor);\n"
       "Prints a markdown table of medians (after --warmup runs) and the ratios\n"
       "cold/warm, emulator/XLA, emulator/floor, emulator/bound, floor/bound, with the host RSS\n"
       "peak next to the simulated HBM peak; below it the matrix products' rate\n"
@@ -593,6 +617,9 @@ int BenchMain(const std::vector<std::string>& args) {
                        &r.cold_empty_jit_cache);
           report(r, r.cold, "cold run");
           if (!r.cold.error.empty()) failed = true;
+          if (r.cold.median) {
+            r.cold_fresh_pages = TimeFreshPages(r.cold_minor_faults * sysconf(_SC_PAGESIZE), s.reps);
+          }
         }
         if (!r.xla_case_dir.empty()) {
           std::fprintf(stderr, "%s: %s %s: XLA:CPU %s, jax.jit %s\n",
@@ -641,6 +668,7 @@ int BenchMain(const std::vector<std::string>& args) {
                             "disk cache; one cold run each with an empty cache (loops compiled, "
                             "as after a rebuild): ", empty_cache, ".");
   }
+  absl::StrAppend(&table, FreshPagesLines(results));
   absl::StrAppend(&table, GemmLines(results));
   if (!corpus_rows.empty()) {
     absl::StrAppend(&table, table.empty() ? "" : "\n",
