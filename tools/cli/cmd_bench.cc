@@ -182,15 +182,20 @@ std::string GemmLines(const std::vector<CaseResult>& results) {
   return out.empty() ? out : out + "\n";
 }
 
-// The cold runs beside their page floor: fresh memory of each cold run's
-// peak RSS (TimeFreshPages) against the warm emulator, and the cold run
-// against the warm run plus that floor.
+// The bytes a case's cold runs faulted in (their median minor faults).
+int64_t ColdFaultedBytes(const CaseResult& r) {
+  return r.cold_minor_faults * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// The cold runs beside their page floor: fresh memory of as many bytes as
+// each cold run faulted in (TimeFreshPages) against the warm emulator, and
+// the cold run against the warm run plus that floor.
 std::string FreshPagesLines(const std::vector<CaseResult>& results) {
   std::string out;
   for (const CaseResult& r : results) {
     if (!r.cold_fresh_pages || !r.cold.median || !r.emulator.median) continue;
     absl::StrAppend(&out, out.empty() ? "" : "; ", r.bench.name, " ", r.dtype, ": ",
-                    Gib(r.cold_minor_faults * sysconf(_SC_PAGESIZE)), " in ", SecondsText(*r.cold_fresh_pages), " = ",
+                    Gib(ColdFaultedBytes(r)), " in ", SecondsText(*r.cold_fresh_pages), " = ",
                     Ratio(r.cold_fresh_pages, r.emulator.median), "x warm, cold/(warm + pages) ",
                     Ratio(r.cold.median, *r.emulator.median + *r.cold_fresh_pages));
   }
@@ -618,7 +623,7 @@ int BenchMain(const std::vector<std::string>& args) {
           report(r, r.cold, "cold run");
           if (!r.cold.error.empty()) failed = true;
           if (r.cold.median) {
-            r.cold_fresh_pages = TimeFreshPages(r.cold_minor_faults * sysconf(_SC_PAGESIZE), s.reps);
+            r.cold_fresh_pages = TimeFreshPages(ColdFaultedBytes(r), s.reps);
           }
         }
         if (!r.xla_case_dir.empty()) {
