@@ -63,6 +63,8 @@ assert len(d["cases"]) == 11, len(d["cases"])
 for c in d["cases"]:
     assert c["emulator"]["median_s"] > 0, c
     assert len(c["emulator"]["samples_s"]) == 2, c
+    # The floor: at least 3 timed runs whatever --reps (here 2).
+    assert len(c["floor"]["samples_s"]) == (0 if c["case"].startswith("grpo_fused_linear") else 3), c
     assert c["hbm_peak_bytes"] > 0 and c["host_rss_peak_bytes"] > 0, c
     fused = c["case"].startswith("grpo_fused_linear")
     # No floor or bandwidth bound for the fused kernel (a matmul bounds it).

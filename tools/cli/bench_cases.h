@@ -35,6 +35,9 @@ struct BenchCase {
   ShardFlags shard;  // shard == "none": one device
 };
 
+// Timed runs of the hand-fused floor at least (the bench's --reps when more).
+inline constexpr int kMinFloorReps = 3;
+
 struct BenchSettings {
   int reps = 3;
   int warmup = 1;

@@ -362,7 +362,7 @@ int BenchMain(const std::vector<std::string>& args) {
       "    the PJRT backend);\n"
       "  a hand-fused C++ floor: one streaming forward and one backward pass with\n"
       "    vectorised exp (tools/cli/bench_floor.cc), checked against the\n"
-      "    emulator's outputs;\n"
+      "    emulator's outputs; timed at least 3 times whatever --reps;\n"
       "  the bandwidth bound: logits read in the forward and again in the\n"
       "    backward, dlogits written, at this machine's measured bandwidth;\n"
       "  the cold run: one `tpuoff run --kernel=... --random-inputs` process per\n"
@@ -545,11 +545,12 @@ int BenchMain(const std::vector<std::string>& args) {
   const Bandwidth bw = MeasureBandwidth(f.bandwidth_mib << 20, static_cast<int>(f.threads), 5);
   std::string header = absl::StrFormat(
       "tpuoff bench, %s; %s, %u cores (%s; floor %s), %d threads; load average %s before\n"
-      "shape B=%d T=%d V=%d, block %d; median of %d after %d warm-up; streaming "
+      "shape B=%d T=%d V=%d, block %d; median of %d (floor %d) after %d warm-up; streaming "
       "bandwidth read %.1f GB/s, write %.1f GB/s\n",
       UtcNow(), CpuModel(), std::thread::hardware_concurrency(),
       runtime::simd::VectorIsaName(), FloorRowKernelsForCpu().isa, threads, load_before, f.batch, f.seq, f.vocab,
-      f.block_size, f.reps, f.warmup, bw.read_bytes_per_s / 1e9, bw.write_bytes_per_s / 1e9);
+      f.block_size, f.reps, std::max<int>(f.reps, kMinFloorReps), f.warmup,
+      bw.read_bytes_per_s / 1e9, bw.write_bytes_per_s / 1e9);
   std::fputs(header.c_str(), stdout);
   std::fflush(stdout);
 
