@@ -14,7 +14,11 @@
 #   4. a clang AddressSanitizer + UndefinedBehaviorSanitizer build (-O1, line
 #      tables): every ctest test again except the XLA/PJRT ones and the long
 #      value checks labelled release_only, then a bounded smoke run of each
-#      libFuzzer target.
+#      libFuzzer target;
+#   5. a clang ThreadSanitizer build of the library and the test programs
+#      whose code runs on several threads, each run whole
+#      (tools/scripts/tsan_tests.sh --threaded; the script without arguments
+#      runs every sanitizer test under TSan, a longer developer check).
 # ccache (a Debian package of install_deps.sh) lets step 3's `pip install .`
 # reuse step 2's objects: both compile with g++, -fPIC, one directory below
 # the source (build/, build-python/).
@@ -88,5 +92,8 @@ for fuzzer in build-asan/*_fuzzer; do
             -print_final_stats=1 "${dict[@]}" "$work" "${seeds[@]}" 2>&1 | tail -n 12
   rm -rf "$work"
 done
+
+stage "thread sanitizer (clang TSan: the threaded test programs)"
+bash tools/scripts/tsan_tests.sh --threaded
 
 stage "done in $(( $(date +%s) - t0 ))s"
