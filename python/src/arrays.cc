@@ -34,6 +34,8 @@ nb::dlpack::dtype DlpackType(PrimitiveType type) {
     case PrimitiveType::kF32: return make(dtype_code::Float, 32);
     case PrimitiveType::kF64: return make(dtype_code::Float, 64);
     case PrimitiveType::kBF16: return make(dtype_code::UInt, 16);
+    case PrimitiveType::kC64: return make(dtype_code::Complex, 64);
+    case PrimitiveType::kC128: return make(dtype_code::Complex, 128);
     default: return make(dtype_code::Int, 0);
   }
 }
@@ -67,6 +69,8 @@ std::string NumpyTypeName(PrimitiveType type) {
     case PrimitiveType::kF16: return "float16";
     case PrimitiveType::kF32: return "float32";
     case PrimitiveType::kF64: return "float64";
+    case PrimitiveType::kC64: return "complex64";
+    case PrimitiveType::kC128: return "complex128";
     default: break;
   }
   const nb::dlpack::dtype t = DlpackType(type);
@@ -99,9 +103,10 @@ absl::StatusOr<hlo::Literal> BorrowInput(const std::string& what, const InputArr
         absl::StrCat(expected, "; got shape ", ShapeText(a)));
   }
   // C order: each stride (in elements) is the product of the later
-  // dimensions; dimensions of size 1 may have any stride.
+  // dimensions; dimensions of size 1 may have any stride, and an array
+  // without elements any strides (NumPy gives empty arrays zero strides).
   int64_t expected_stride = 1;
-  for (int64_t i = shape.rank() - 1; i >= 0; --i) {
+  for (int64_t i = shape.rank() - 1; i >= 0 && shape.num_elements() > 0; --i) {
     const int64_t n = shape.dimensions(i);
     if (n != 1 && a.stride(i) != expected_stride) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -122,8 +127,12 @@ absl::StatusOr<hlo::Literal> BorrowInput(const std::string& what, const InputArr
   return hlo::Literal::BorrowArray(shape, a.data());
 }
 
-nb::object OutputArray(hlo::Literal literal) {
+absl::StatusOr<nb::object> OutputArray(const std::string& what, hlo::Literal literal) {
   if (!literal.shape().IsArray()) return nb::none();  // a token leaf
+  if (DlpackType(literal.shape().element_type()).bits == 0) {
+    return absl::UnimplementedError(absl::StrCat(what, " is ", literal.shape().ToString(),
+                                                 ", which has no NumPy type"));
+  }
   auto owned = std::make_unique<hlo::Literal>(std::move(literal));
   const hlo::Shape& shape = owned->shape();
   std::vector<size_t> dims(shape.dimensions().begin(), shape.dimensions().end());

@@ -31,8 +31,10 @@ absl::StatusOr<hlo::Literal> BorrowInput(const std::string& what, const InputArr
                                          const hlo::Shape& shape);
 
 // A NumPy array over the literal's bytes that owns the literal (moved to the
-// heap and deleted with the array). bf16 comes out as uint16 bits.
-nanobind::object OutputArray(hlo::Literal literal);
+// heap and deleted with the array). bf16 comes out as uint16 bits, c64 and
+// c128 as complex64 and complex128; None for a token. UNIMPLEMENTED naming
+// `what` for an element type NumPy has no type for.
+absl::StatusOr<nanobind::object> OutputArray(const std::string& what, hlo::Literal literal);
 
 }  // namespace tpuoff::python
 

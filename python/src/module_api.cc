@@ -60,6 +60,8 @@ Module ModuleFromBytes(nb::bytes data, const std::string& filename) {
 }
 
 Module ModuleFromFile(const std::string& path) {
+  // (the C library would read the path only up to the NUL: another file)
+  ThrowIfError(CheckPath("tpuoff.load", "path", path));
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module;
   {
     nb::gil_scoped_release release;

@@ -2,16 +2,21 @@
 // arrays in and out, borrowed and handed over rather than copied, the GIL
 // released meanwhile. The run itself is `tpuoff run`'s: the same host-memory
 // refusal (tools/io/host_budget.h), limits (runtime::RunOptions) and
-// backend dispatch (tools/io/backend_run.h, RunOnBackend).
+// backend dispatch (tools/io/backend_run.h, RunOnBackend). An emulator run
+// stops on Ctrl-C (KeyboardInterrupt); a PJRT plugin's cannot be stopped.
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nanobind/stl/string.h>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/ir/computation.h"
@@ -60,9 +65,21 @@ hlo::Literal Borrow(const std::string& what, nb::handle value, const hlo::Shape&
                     std::vector<InputArray>* keep) {
   InputArray array;
   if (!nb::try_cast(value, array, /*convert=*/false)) {
-    ThrowIfError(absl::InvalidArgumentError(absl::StrCat(
-        kCommand, ": ", what, ": expected a numpy array, got ",
-        nb::cast<std::string>(nb::str(value.type().attr("__name__"))))));
+    const std::string type = nb::cast<std::string>(nb::str(value.type().attr("__name__")));
+    if (nb::hasattr(value, "dtype") && nb::hasattr(value, "shape") &&
+        nb::hasattr(value.attr("dtype"), "str")) {
+      // An array NumPy holds but DLPack cannot describe: non-native byte
+      // order, object, structured, void, string or datetime elements.
+      ThrowIfError(absl::InvalidArgumentError(absl::StrCat(
+          kCommand, ": ", what, ": a ", type, " of dtype ",
+          nb::cast<std::string>(value.attr("dtype").attr("str")),
+          " cannot be borrowed (non-native byte order, or not a bool, integer, float or "
+          "complex type); the parameter is ",
+          shape.IsArray() ? NumpyTypeName(shape.element_type()) : shape.ToString(),
+          ": pass x.astype(<that dtype>)")));
+    }
+    ThrowIfError(absl::InvalidArgumentError(
+        absl::StrCat(kCommand, ": ", what, ": expected a numpy array, got ", type)));
   }
   if (!shape.IsArray()) {
     ThrowIfError(absl::UnimplementedError(absl::StrCat(
@@ -72,6 +89,41 @@ hlo::Literal Borrow(const std::string& what, nb::handle value, const hlo::Shape&
   hlo::Literal lit = ValueOrThrow(BorrowInput(absl::StrCat(kCommand, ": ", what), array, shape));
   keep->push_back(std::move(array));
   return lit;
+}
+
+// Runs `run` (an emulator run with `options`) on a thread of its own, the
+// GIL released, while this thread looks for signals every 100 ms: a Python
+// signal handler that raises (Ctrl-C: KeyboardInterrupt) cancels the run,
+// which stops at its devices' next step. Returns whether that happened (the
+// Python error is then set, once the run has stopped).
+bool RunInterrupted(runtime::RunOptions* options, const std::function<void()>& run) {
+  std::atomic<bool> cancel{false};
+  options->cancel = &cancel;
+  absl::Mutex mu;
+  bool done = false;
+  bool interrupted = false;
+  nb::gil_scoped_release release;
+  std::thread worker([&] {
+    run();
+    absl::MutexLock lock(&mu);
+    done = true;
+  });
+  {
+    absl::MutexLock lock(&mu);
+    while (!mu.AwaitWithTimeout(absl::Condition(&done), absl::Milliseconds(100))) {
+      if (interrupted) continue;
+      mu.Unlock();
+      {
+        nb::gil_scoped_acquire acquire;
+        interrupted = PyErr_CheckSignals() != 0;
+      }
+      mu.Lock();
+      if (interrupted) cancel.store(true, std::memory_order_relaxed);
+    }
+  }
+  worker.join();
+  options->cancel = nullptr;
+  return interrupted;
 }
 
 }  // namespace
@@ -106,6 +158,7 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
     }
     ThrowIfError(absl::InvalidArgumentError(absl::StrCat(kCommand, ": ", message)));
   }
+  ThrowIfError(CheckPath(kCommand, "pjrt_plugin", config.pjrt_plugin));
   if (backend != tools::Backend::kPjrt && !config.pjrt_plugin.empty()) {
     ThrowIfError(absl::InvalidArgumentError(
         absl::StrCat(kCommand, ": pjrt_plugin needs backend='pjrt'")));
@@ -197,11 +250,25 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
   const std::vector<std::string> names =
       tools::OutputNames(m, static_cast<int64_t>(leaves.size()));
 
+  const std::vector<std::string> leaf_names = partitioned ? names : std::vector<std::string>{};
   absl::StatusOr<tools::BackendResult> result;
-  {
+  if (backend == tools::Backend::kPjrt) {
+    // The PJRT C API cannot cancel an execution: the plugin runs to its end.
     nb::gil_scoped_release release;
-    result = tools::RunOnBackend(m, signature, args, options,
-                                 partitioned ? names : std::vector<std::string>{});
+    result = tools::RunOnBackend(m, signature, args, options, leaf_names);
+  } else if (RunInterrupted(&options.emulator, [&] {
+               result = tools::RunOnBackend(m, signature, args, options, leaf_names);
+             })) {
+    // KeyboardInterrupt (or what the handler raised), with a note saying
+    // where the run stopped.
+    nb::python_error error;
+    if (!result.ok() && nb::hasattr(error.value(), "add_note")) {
+      const absl::string_view message = result.status().message();
+      error.value().attr("add_note")(nb::str(
+          absl::StrCat(kCommand, " stopped: ", message).c_str()));
+    }
+    error.restore();
+    throw nb::python_error();
   }
   tools::BackendResult ran = ValueOrThrow(std::move(result));
   runtime::RunResult& r = ran.run;
@@ -213,7 +280,11 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
     const std::string& base = names[i % per_set];
     const std::string name = input_sets == 1 ? base : absl::StrCat(base, ".device", set);
     const std::string type = NumpyTypeName(r.outputs[i].shape().element_type());
-    outputs.append(nb::make_tuple(name, OutputArray(std::move(r.outputs[i])), type));
+    outputs.append(nb::make_tuple(
+        name,
+        ValueOrThrow(OutputArray(absl::StrCat(kCommand, ": output '", name, "'"),
+                                 std::move(r.outputs[i]))),
+        type));
   }
   nb::list devices;
   for (const runtime::DeviceReport& dev : r.devices) {

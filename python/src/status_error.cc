@@ -4,6 +4,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace nb = nanobind;
 
 namespace tpuoff::python {
@@ -18,6 +20,14 @@ void ThrowIfError(const absl::Status& status) {
                                               nb::str(message.data(), message.size()));
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw nb::python_error();
+}
+
+absl::Status CheckPath(const std::string& function, const std::string& what,
+                       const std::string& path) {
+  const size_t nul = path.find('\0');
+  if (nul == std::string::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(function, ": ", what, " contains a NUL byte (at ", nul, ")"));
 }
 
 }  // namespace tpuoff::python

@@ -90,6 +90,9 @@ class Module:
     __slots__ = ("_core", "_signature")
 
     def __init__(self, core: Any):
+        if not isinstance(core, _tpuoff.HloModule):
+            raise TypeError(f"tpuoff.Module wraps a parsed module: use tpuoff.load(...) for "
+                            f"HLO text, bytes or a path, got {type(core).__name__}")
         self._core = core
         self._signature = None
 
@@ -131,7 +134,7 @@ def load(module: Any) -> Module:
     if isinstance(module, str) and _looks_like_module_text(module):
         return Module(_tpuoff.module_from_bytes(module.encode(), "<text>"))
     if isinstance(module, (str, os.PathLike)):
-        return Module(_tpuoff.module_from_file(os.fspath(module)))
+        return Module(_tpuoff.module_from_file(os.fsdecode(module)))
     raise TypeError(f"expected HLO text, module bytes, a path or a tpuoff.Module, "
                     f"got {type(module).__name__}")
 
@@ -146,16 +149,36 @@ def memory(module: Any, *, hbm_gib: float = 32.0, top: int = 10) -> dict:
     document ``tpuoff memory --json`` prints (peak bytes, placement, the
     argument/output/temp split, the largest live buffers, the TPU-padded view,
     whether it fits in ``hbm_gib``)."""
-    return json.loads(_tpuoff.memory_json(load(module)._core, float(hbm_gib), int(top)))
+    return json.loads(_tpuoff.memory_json(load(module)._core,
+                                          _number("memory", "hbm_gib", hbm_gib),
+                                          _integer("memory", "top", top, 0, 2**31 - 1)))
 
 
-def _as_input(value: Any, dtype: str | None) -> Any:
+def _integer(function: str, key: str, value: Any, low: int, high: int) -> int:
+    """An integer keyword: TypeError for a bool, float or other type (never
+    truncated), ValueError outside [low, high]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{function}(): {key} must be an int, got {type(value).__name__}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{function}(): {key} must be in [{low}, {high}], got {value}")
+    return int(value)
+
+
+def _number(function: str, key: str, value: Any) -> float:
+    """A float keyword (ints too; not bools or strings)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        raise TypeError(f"{function}(): {key} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _as_input(value: Any, dtype: str | None, name: str = "") -> Any:
     """The object handed to the core for one input: bf16 arrays as their
     uint16 bits (a view), Python/NumPy scalars as 0-d arrays of the
     parameter's type; everything else as it is (the core borrows it or
     refuses it, it never copies)."""
     if isinstance(value, (list, tuple)):
-        return [_as_input(v, dtype) for v in value]
+        return [_as_input(v, dtype, name) for v in value]
     if isinstance(value, np.ndarray):
         if _BFLOAT16 is not None and value.dtype == _BFLOAT16:
             return value.view(np.uint16)
@@ -164,6 +187,19 @@ def _as_input(value: Any, dtype: str | None) -> Any:
         np_type = np.uint16 if dtype == "bf16" else _NUMPY_TYPES.get(dtype)
         if np_type is None:
             return value
+        # A scalar is converted only where no value changes kind: a float
+        # for an integer or pred parameter, or a non-bool for pred, is
+        # refused (never truncated).
+        kind = np.dtype(np_type).kind if dtype != "bf16" else "f"
+        given = np.asarray(value).dtype.kind
+        if (kind in "iu" and given not in "iub") or (kind == "b" and given != "b"):
+            raise TypeError(f"run(): input {name!r}: a {type(value).__name__} scalar for a "
+                            f"{dtype} parameter")
+        if kind in "iu" and given in "iu":
+            info = np.iinfo(np_type)
+            if not info.min <= int(value) <= info.max:
+                raise ValueError(f"run(): input {name!r}: {value} is outside {dtype}'s range "
+                                 f"[{info.min}, {info.max}]")
         if dtype == "bf16":
             if _BFLOAT16 is None:
                 raise TypeError("bf16 scalars need ml_dtypes")
@@ -236,7 +272,12 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
 
     Outputs are the backend's own buffers handed to NumPy (no copy); bf16
     outputs are ``ml_dtypes.bfloat16`` arrays (uint16 bits without ml_dtypes).
-    The GIL is released while the module runs. With ``return_stats``, returns
+    The GIL is released while the module runs. Ctrl-C (or any signal handler
+    that raises) stops an emulator run at its devices' next step and raises
+    KeyboardInterrupt (or what the handler raised); a PJRT plugin's run cannot
+    be stopped (the PJRT C API has no cancellation: an endless loop there
+    runs until the process ends). Complex outputs are complex64/complex128
+    arrays. With ``return_stats``, returns
     ``(outputs, stats)``: ``devices`` (the emulator's peak HBM bytes per
     device; empty for PJRT), ``wall_seconds``, ``backend`` and ``summary``
     (for PJRT: the plugin, its API version, compile and execute times).
@@ -257,10 +298,14 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
     opts = {k: _EMULATOR_ONLY[k] if v is None else v for k, v in given.items()}
     m = load(module)
     dtypes = {p["name"]: p["dtype"] for p in m.signature["parameters"]}
-    prepared = {str(k): _as_input(v, dtypes.get(str(k))) for k, v in inputs.items()}
+    prepared = {str(k): _as_input(v, dtypes.get(str(k)), str(k)) for k, v in inputs.items()}
     outputs, stats = _tpuoff.run(
-        m._core, prepared, backend, int(opts["threads"]), float(opts["hbm_gib"]),
-        int(opts["max_loop_iterations"]), float(opts["timeout"]),
-        float(opts["collective_timeout"]), "" if pjrt_plugin is None else os.fspath(pjrt_plugin))
+        m._core, prepared, backend, _integer("run", "threads", opts["threads"], 0, 4096),
+        _number("run", "hbm_gib", opts["hbm_gib"]),
+        _integer("run", "max_loop_iterations", opts["max_loop_iterations"],
+                 -2**63, 2**63 - 1),
+        _number("run", "timeout", opts["timeout"]),
+        _number("run", "collective_timeout", opts["collective_timeout"]),
+        "" if pjrt_plugin is None else os.fsdecode(pjrt_plugin))
     result = {name: _as_output(array, type_name) for name, array, type_name in outputs}
     return (result, stats) if return_stats else result

@@ -268,6 +268,10 @@ absl::Status DeviceRun::CheckLimits() {
       ctx_->backend->ExpireStale();
     }
   }
+  if (limits_->cancel != nullptr && limits_->cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError(
+        absl::StrFormat("device %d: cancelled %s", ctx_->device_index, Where()));
+  }
   if (limits_->deadline != RunLimits::Clock::time_point::max() &&
       RunLimits::Clock::now() > limits_->deadline) {
     return absl::DeadlineExceededError(

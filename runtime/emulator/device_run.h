@@ -36,6 +36,8 @@ struct RunLimits {
   Clock::time_point deadline = Clock::time_point::max();
   // Set when some device failed: the others stop at their next step.
   std::atomic<bool>* abort = nullptr;
+  // Set by the caller to stop the run (RunOptions::cancel).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class DeviceRun {

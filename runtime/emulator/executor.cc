@@ -215,6 +215,7 @@ absl::StatusOr<RunResult> RunImpl(
   RunLimits limits;
   limits.max_loop_iterations = options.max_loop_iterations;
   limits.abort = &abort;
+  limits.cancel = options.cancel;
   if (options.timeout_seconds > 0) {
     limits.timeout_seconds = options.timeout_seconds;
     limits.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -10,6 +10,7 @@
 #ifndef TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_
 #define TPUOFF_RUNTIME_EMULATOR_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -58,6 +59,11 @@ struct RunOptions {
   // device between steps: DEADLINE_EXCEEDED naming the device, the
   // innermost loop and its iteration, and the instruction being run.
   double timeout_seconds = 0;
+  // Another thread sets it to stop the run (e.g. the Python binding on
+  // Ctrl-C): every device stops at its next step with CANCELLED naming the
+  // device, the innermost loop and its iteration, and the instruction (as
+  // the time limit does). nullptr: not cancellable.
+  const std::atomic<bool>* cancel = nullptr;
   // How long a device may wait at a collective for the rest of its group
   // while they are still running (DEADLINE_EXCEEDED naming the waiting and
   // the missing devices). A collective the others can no longer reach

@@ -110,13 +110,38 @@ def _build(function: str, options: dict[str, Any], modes: tuple[str, ...]):
     return kernels
 
 
+def _argument(function: str, p, value):
+    """One kernel argument of parameter ``p``'s dtype. Integer parameters
+    (chosen_ids) take integer arrays only (a float id is refused, not
+    truncated); a wider integer type (NumPy's int64 included, which JAX
+    would wrap to int32) is narrowed without wrapping: an id outside int32's
+    range is outside [0, V) too and becomes -1, which picks no vocab entry
+    either (the kernels' rule for ids outside [0, V))."""
+    want = np.dtype(p.dtype)
+    if want.kind not in "iu":
+        return jnp.asarray(value, dtype=want)
+    if not hasattr(value, "dtype"):
+        value = np.asarray(value)  # lists and Python numbers
+    have = np.dtype(value.dtype)
+    if have.kind not in "iub":
+        raise TypeError(f"{function}: {p.name} must be an integer array, got {have}")
+    info = np.iinfo(want)
+    if have.kind != "b" and (np.iinfo(have).min < info.min or np.iinfo(have).max > info.max):
+        xp = np if isinstance(value, (np.ndarray, np.generic)) else jnp
+        outside = value > info.max
+        if have.kind == "i":
+            outside = outside | (value < info.min)
+        value = xp.where(outside, xp.asarray(-1, want), value.astype(want))
+    return jnp.asarray(value).astype(want)
+
+
 def _prepare(function: str, kernel: _call.Kernel, values: dict[str, Any]):
     """The kernel's arguments from named values, in parameter order."""
     args = []
     for p in kernel.inputs:
         if p.name not in values:
             raise TypeError(f"{function}: kernel {kernel.name} needs input {p.name!r}")
-        args.append(jnp.asarray(values.pop(p.name), dtype=p.dtype))
+        args.append(_argument(function, p, values.pop(p.name)))
     if values:
         raise TypeError(f"{function}() got unexpected keyword argument(s) "
                         f"{', '.join(sorted(values))} (not kernel options "
