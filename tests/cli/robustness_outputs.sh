@@ -5,7 +5,9 @@
 # cleans up what the killed one left); staging happens inside DIR when only
 # DIR is writable; messages name the user's path; --out/--trace write
 # through devices and FIFOs and keep symlinks; the trace is written only on
-# success; nothing is written outside the output location.
+# success; nothing is written outside the output location; no output
+# replaces an input; --overwrite trusts only manifests tpuoff could have
+# written; stdout write failures (full disk, closed pipe) are exit 1.
 TPUOFF=$(realpath "$1") SRC=$(realpath "$2")
 source "$SRC/tests/cli/data/helpers.bash"
 limit_memory 3000000
@@ -126,4 +128,52 @@ user_run run "$M" --random-inputs --outputs=locked/out
 [[ $? -eq 0 && -f locked/out/manifest.json ]] || fail "after a kill mid-move: $(cat "$WORK/err")"
 no_leftovers locked/out "killed staging inside DIR removed"
 chmod 755 locked
+
+# An output never replaces an input: --trace onto the module or an input
+# .npy (through a symlink too), dump --out onto its module; the inputs stay.
+mkdir inputs_dir
+cp "$M" own.hlo
+ln -s own.hlo own_link.hlo
+write_npy inputs_dir/x.npy '<f4' '(2, 3)' 1 2 3 4 5 6
+write_npy inputs_dir/y.npy '<f4' '(2, 3)' 1 1 1 1 1 1
+sum_before=$(cat own.hlo inputs_dir/*.npy | md5sum)
+robust "--trace onto the module" 1 -- run own.hlo --random-inputs --trace=own.hlo &&
+  expect_in "$WORK/err" "--trace=own.hlo: is the input own.hlo" "names the module"
+robust "--trace onto an input .npy" 1 -- run own_link.hlo --inputs=inputs_dir \
+  --trace=inputs_dir/y.npy &&
+  expect_in "$WORK/err" "is the input inputs_dir/y.npy" "names the input"
+robust "dump --out onto its module (via a symlink)" 1 -- dump own_link.hlo --out=own.hlo &&
+  expect_in "$WORK/err" "--out=own.hlo: is the input own_link.hlo" "names the module"
+[[ $(cat own.hlo inputs_dir/*.npy | md5sum) == "$sum_before" ]] || fail "an input was replaced"
+robust "--trace beside the inputs" 0 -- run own.hlo --inputs=inputs_dir \
+  --trace=inputs_dir/trace.json
+# A manifest listing a file tpuoff never writes (not <name>.npy): --overwrite
+# deletes nothing.
+mkdir forged
+echo "user notes" >forged/notes.txt
+echo '{"outputs": [{"name": "n", "file": "notes.txt"}]}' >forged/manifest.json
+robust "--overwrite with a forged manifest" 1 -- run "$M" --random-inputs --outputs=forged \
+  --overwrite && expect_in "$WORK/err" "its manifest.json lists 'notes.txt'" "names the file"
+[[ $(cat forged/notes.txt) == "user notes" ]] || fail "--overwrite deleted the user's notes.txt"
+
+# stdout that cannot be written: help on a full disk and a closed pipe are
+# failures (exit 1 naming <stdout>), never exit 0 or SIGPIPE.
+for args in "--help" "run --help" "help memory"; do
+  # shellcheck disable=SC2086
+  timeout 30 "$TPUOFF" $args >/dev/full 2>"$WORK/err"
+  code=$?
+  [[ $code -eq 1 ]] || fail "tpuoff $args >/dev/full: exit $code, want 1"
+  expect_in "$WORK/err" "<stdout>: write failed" "tpuoff $args >/dev/full"
+done
+# (a module of 20000 instructions: ~1 MB of text, far beyond a pipe's buffer)
+python3 -c '
+n = 20000
+print("HloModule wide\nENTRY %main (p: f32[4]) -> f32[4] {\n  %a0 = f32[4] parameter(0)")
+for i in range(1, n):
+    print(f"  %a{i} = f32[4] add(%a{i - 1}, %a0)")
+print(f"  ROOT %r = f32[4] negate(%a{n - 1})\n}}")' >wide.hlo
+timeout 60 "$TPUOFF" dump wide.hlo 2>"$WORK/err" | head -c 1 >/dev/null
+code=${PIPESTATUS[0]}
+[[ $code -eq 1 ]] || fail "dump into a closed pipe: exit $code, want 1 (141 is SIGPIPE)"
+expect_in "$WORK/err" "<stdout>: write failed: Broken pipe" "dump into a closed pipe"
 finish

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "runtime/device/process_world.h"
+#include "tools/io/file_util.h"
 
 namespace tpuoff::tools {
 
@@ -58,6 +59,15 @@ int ReportFailureDetailed(absl::string_view command,
   return kExitFailure;
 }
 
+int PrintToStdout(absl::string_view command, absl::string_view text) {
+  if (absl::Status s = WriteToStdout(text); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", std::string(command).c_str(),
+                 EscapeControlCharacters(OneLine(s.message())).c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
 int ReportUsageError(absl::string_view command, absl::string_view message) {
   std::string msg = EscapeControlCharacters(OneLine(message));
   // Flag-parser messages already start with the command name.
@@ -72,11 +82,7 @@ int ReportUsageError(absl::string_view command, absl::string_view message) {
 std::optional<int> ParseFlagsOrExit(FlagSet& flags, absl::string_view command,
                                     const std::vector<std::string>& args) {
   absl::Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::fputs(flags.Usage().c_str(), stdout);
-    std::fflush(stdout);
-    return kExitOk;
-  }
+  if (flags.help_requested()) return PrintToStdout(command, flags.Usage());
   if (!s.ok()) return ReportUsageError(command, s.message());
   return std::nullopt;
 }

@@ -34,6 +34,11 @@ int ReportFailureDetailed(absl::string_view command, const absl::Status& status)
 // Same for usage errors (adds a --help hint); returns kExitUsage.
 int ReportUsageError(absl::string_view command, absl::string_view message);
 
+// Writes `text` (help, usage) to stdout: kExitOk, or kExitFailure after
+// "<command>: <stdout>: write failed: ..." on stderr (a full disk, a
+// closed pipe).
+int PrintToStdout(absl::string_view command, absl::string_view text);
+
 // Parses `args` into `flags`. Returns an exit code when the command must stop
 // here: kExitOk after printing --help to stdout, kExitUsage after a usage
 // error. std::nullopt means "carry on".

@@ -683,7 +683,8 @@ int BenchMain(const std::vector<std::string>& args) {
                     "once), same inputs; medians\n\n",
                     CorpusTable(corpus_rows));
   }
-  std::printf("\n%s\nload average %s after\n", table.c_str(), LoadAverage().c_str());
+  const absl::Status printed = WriteToStdout(
+      absl::StrCat("\n", table, "\nload average ", LoadAverage(), " after\n"));
   if (!f.json.empty()) {
     if (absl::Status st = WriteFileAtomically(f.json, Json(results, corpus_rows, header));
         !st.ok()) {
@@ -697,6 +698,7 @@ int BenchMain(const std::vector<std::string>& args) {
     std::fprintf(stderr, "%s: scratch kept in %s\n", std::string(kCmd).c_str(),
                  f.work_dir.c_str());
   }
+  if (!printed.ok()) return ReportFailure(kCmd, printed);
   return failed ? kExitFailure : kExitOk;
 }
 

@@ -111,6 +111,13 @@ int CompileMain(const std::vector<std::string>& args) {
     return ReportUsageError(kCmd, "no libtpu known to this build: give --pjrt-plugin=PATH");
   }
 
+  if (!from_kernel) {
+    if (absl::Status s =
+            CheckNotAnInput("--dump-optimized", dump_optimized, {flags.positionals()[0]});
+        !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
       from_kernel ? BuildShardedModule(kernel, shard)
                   : LoadModuleFile(flags.positionals()[0], *ModuleFormatFromName(input_format));

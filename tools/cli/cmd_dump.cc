@@ -61,6 +61,11 @@ int DumpMain(const std::vector<std::string>& args) {
                             "(or --out=- to force stdout)");
   }
 
+  if (!from_kernel) {
+    if (absl::Status s = CheckNotAnInput("--out", out, {flags.positionals()[0]}); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   absl::StatusOr<std::unique_ptr<hlo::HloModule>> module =
       from_kernel ? BuildShardedModule(kernel, shard)
                   : LoadModuleFile(flags.positionals()[0],

@@ -250,6 +250,22 @@ int RunMain(const std::vector<std::string>& args) {
   }
 
   const int64_t num_devices = std::max<int64_t>(m.num_partitions(), 1);
+  if (!f.trace.empty()) {
+    // The module and every .npy the run would read (DIR and DIR/device<d>).
+    std::vector<std::string> read;
+    if (!from_kernel) read.push_back(flags.positionals()[0]);
+    if (!f.inputs.empty()) {
+      for (const std::string& file : InputFileNames(params)) {
+        read.push_back(absl::StrCat(f.inputs, "/", file));
+        for (int64_t d = 0; d < num_devices && !partitioned && num_devices > 1; ++d) {
+          read.push_back(absl::StrCat(f.inputs, "/device", d, "/", file));
+        }
+      }
+    }
+    if (absl::Status s = CheckNotAnInput("--trace", f.trace, read); !s.ok()) {
+      return ReportFailure(kCmd, s);
+    }
+  }
   // This process's devices: all, or a rank's block of them.
   absl::StatusOr<runtime::DeviceBlock> block = LocalDevices(num_devices);
   if (!block.ok()) return ReportFailure(kCmd, block.status());

@@ -1,5 +1,6 @@
 #include "tools/cli/subcommands.h"
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -70,6 +71,9 @@ int GuardedMain(int argc, char** argv) {
 }  // namespace
 
 int TpuoffMain(int argc, char** argv) {
+  // A reader that goes away (`tpuoff dump ... | head -c1`) is a failed
+  // write (EPIPE: a message and exit 1), not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   // Started by mpirun as one of several ranks: join the job (or, built
   // without MPI, refuse rather than run identical copies).
   if (absl::Status s = runtime::InitProcessWorld(&argc, &argv); !s.ok()) {
@@ -109,8 +113,7 @@ int TpuoffMainImpl(int argc, char** argv) {
       return ReportUsageError("tpuoff", absl::StrCat("unknown subcommand '",
                                                       rest[0], "'"));
     }
-    std::fputs(TopLevelUsage().c_str(), stdout);
-    return kExitOk;
+    return PrintToStdout("tpuoff", TopLevelUsage());
   }
   const Subcommand* command = FindSubcommand(first);
   if (command != nullptr && runtime::Distributed() && first != "run" && first != "compare") {

@@ -131,6 +131,22 @@ absl::Status WriteToStdout(absl::string_view contents) {
   return absl::OkStatus();
 }
 
+absl::Status CheckNotAnInput(absl::string_view flag, const std::string& out,
+                             const std::vector<std::string>& inputs) {
+  struct stat o;
+  if (out == "-" || ::stat(out.c_str(), &o) != 0) return absl::OkStatus();
+  for (const std::string& in : inputs) {
+    struct stat i;
+    if (in == "-" || ::stat(in.c_str(), &i) != 0) continue;
+    if (i.st_dev == o.st_dev && i.st_ino == o.st_ino) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, "=", out, ": is the input ", in,
+                       " (the same file; an output never replaces an input): write it elsewhere"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool PathExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +55,13 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes 
 
 // Writes all of `contents` to stdout and flushes it.
 absl::Status WriteToStdout(absl::string_view contents);
+
+// INVALID_ARGUMENT "<flag>=<out>: is the input <input> (the same file; an
+// output never replaces an input)" when `out` and one of `inputs` name the
+// same existing file (same device and inode: through symlinks and hard
+// links too). Paths that do not exist (or "-") never match.
+absl::Status CheckNotAnInput(absl::string_view flag, const std::string& out,
+                             const std::vector<std::string>& inputs);
 
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);

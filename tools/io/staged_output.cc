@@ -349,7 +349,11 @@ absl::StatusOr<std::vector<std::string>> PreviousOutputFiles(const std::string& 
       return not_output("its manifest.json is not one tpuoff wrote");
     }
     const std::string file = o["file"].get<std::string>();
-    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..") {
+    // tpuoff writes <name>.npy files only: a manifest listing anything else
+    // (a user's notes.txt) was not written by tpuoff, and what it lists is
+    // not deleted.
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == ".." ||
+        !absl::EndsWith(file, ".npy") || file == ".npy") {
       return not_output(absl::StrCat("its manifest.json lists '", file, "'"));
     }
     listed.insert(file);
