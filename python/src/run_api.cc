@@ -2,8 +2,8 @@
 // arrays in and out, borrowed and handed over rather than copied, the GIL
 // released meanwhile. The run itself is `tpuoff run`'s: the same host-memory
 // refusal (tools/io/host_budget.h), limits (runtime::RunOptions) and
-// backend dispatch (tools/io/backend_run.h, RunOnBackend). An emulator run
-// stops on Ctrl-C (KeyboardInterrupt); a PJRT plugin's cannot be stopped.
+// backend dispatch (tools/io/backend_run.h, RunOnBackend). A run stops on
+// Ctrl-C (KeyboardInterrupt).
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -91,14 +91,12 @@ hlo::Literal Borrow(const std::string& what, nb::handle value, const hlo::Shape&
   return lit;
 }
 
-// Runs `run` (an emulator run with `options`) on a thread of its own, the
-// GIL released, while this thread looks for signals every 100 ms: a Python
-// signal handler that raises (Ctrl-C: KeyboardInterrupt) cancels the run,
-// which stops at its devices' next step. Returns whether that happened (the
+// Runs `run` on a thread of its own, the GIL released, while this thread
+// looks for signals every 100 ms: a Python signal handler that raises
+// (Ctrl-C: KeyboardInterrupt) sets `cancel`, which stops an emulator run at
+// its devices' next step and kills a PJRT plugin's process. Returns whether that happened (the
 // Python error is then set, once the run has stopped).
-bool RunInterrupted(runtime::RunOptions* options, const std::function<void()>& run) {
-  std::atomic<bool> cancel{false};
-  options->cancel = &cancel;
+bool RunInterrupted(std::atomic<bool>& cancel, const std::function<void()>& run) {
   absl::Mutex mu;
   bool done = false;
   bool interrupted = false;
@@ -122,7 +120,6 @@ bool RunInterrupted(runtime::RunOptions* options, const std::function<void()>& r
     }
   }
   worker.join();
-  options->cancel = nullptr;
   return interrupted;
 }
 
@@ -234,6 +231,7 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
       std::max<int64_t>(1, static_cast<int64_t>(std::llround(hbm_gib * 1073741824.0)));
   options.emulator.record_allocations = false;
   tools::ApplyRunLimits(limits, &options.emulator);
+  options.pjrt_timeout_seconds = limits.timeout;
   const std::vector<hlo::Shape> leaves = [&] {
     std::vector<hlo::Shape> out;
     // Depth-first leaves, as RunResult::outputs orders them.
@@ -252,13 +250,14 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
 
   const std::vector<std::string> leaf_names = partitioned ? names : std::vector<std::string>{};
   absl::StatusOr<tools::BackendResult> result;
-  if (backend == tools::Backend::kPjrt) {
-    // The PJRT C API cannot cancel an execution: the plugin runs to its end.
-    nb::gil_scoped_release release;
-    result = tools::RunOnBackend(m, signature, args, options, leaf_names);
-  } else if (RunInterrupted(&options.emulator, [&] {
-               result = tools::RunOnBackend(m, signature, args, options, leaf_names);
-             })) {
+  // The emulator checks the flag between steps; a PJRT plugin runs in a
+  // child process, killed once it is set.
+  std::atomic<bool> cancel{false};
+  options.emulator.cancel = &cancel;
+  options.pjrt_cancel = &cancel;
+  if (RunInterrupted(cancel, [&] {
+        result = tools::RunOnBackend(m, signature, args, options, leaf_names);
+      })) {
     // KeyboardInterrupt (or what the handler raised), with a note saying
     // where the run stopped.
     nb::python_error error;

@@ -60,6 +60,28 @@ def test_ctrl_c_stops_an_endless_emulator_run(spmd):
         tpuoff.run(module, {"x": np.int32(0)}, max_loop_iterations=5)
 
 
+@pytest.mark.skipif(not tpuoff.pjrt_info()["available"], reason="no PJRT backend")
+def test_pjrt_endless_loop_stops_at_the_limit_and_on_ctrl_c():
+    # The plugin runs in a child process: killed at timeout=, or on Ctrl-C.
+    module = tpuoff.load(ENDLESS)
+    with pytest.raises(TimeoutError, match=r"running endless with .*: exceeded the time limit "
+                                           r"of 1 s \(the plugin's process was killed\)") as e:
+        tpuoff.run(module, {"x": np.int32(0)}, backend="pjrt", timeout=1)
+    assert isinstance(e.value, tpuoff.DeadlineExceededError)
+    timer = interrupt_after(1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt) as e:
+            tpuoff.run(module, {"x": np.int32(0)}, backend="pjrt", timeout=120)
+    finally:
+        timer.cancel()
+    note = "\n".join(getattr(e.value, "__notes__", []))
+    assert "tpuoff.run stopped: running endless with" in note and "cancelled" in note, note
+    # The backend works afterwards.
+    text = "HloModule m\nENTRY %main (x: s32[]) -> s32[] {\n" \
+           "  %x = s32[] parameter(0)\n  ROOT %n = s32[] negate(%x)\n}\n"
+    assert int(tpuoff.run(text, {"x": np.int32(4)}, backend="pjrt")["output_0"]) == -4
+
+
 def test_sigint_to_the_process_stops_the_run():
     # A real SIGINT (what Ctrl-C sends) to a process inside tpuoff.run: it
     # ends with KeyboardInterrupt, it does not keep running.

@@ -260,7 +260,7 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
     raises tpuoff.FailedPreconditionError saying how to build it).
 
     Emulator options (the CLI's flags of the same names; refused with
-    backend="pjrt"): ``hbm_gib`` HBM per device (default 32; running out
+    backend="pjrt", except ``timeout``): ``hbm_gib`` HBM per device (default 32; running out
     raises MemoryError), ``threads`` host threads (default 0 = all),
     ``max_loop_iterations`` (a while loop running more fails the run,
     MemoryError/ResourceExhaustedError; default 0 = no limit), ``timeout``
@@ -273,10 +273,10 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
     Outputs are the backend's own buffers handed to NumPy (no copy); bf16
     outputs are ``ml_dtypes.bfloat16`` arrays (uint16 bits without ml_dtypes).
     The GIL is released while the module runs. Ctrl-C (or any signal handler
-    that raises) stops an emulator run at its devices' next step and raises
-    KeyboardInterrupt (or what the handler raised); a PJRT plugin's run cannot
-    be stopped (the PJRT C API has no cancellation: an endless loop there
-    runs until the process ends). Complex outputs are complex64/complex128
+    that raises) stops the run and raises KeyboardInterrupt (or what the
+    handler raised): the emulator stops at its devices' next step; a PJRT
+    plugin runs in a child process, which is killed (so are plugins that
+    crash: an error naming the signal; ``timeout`` applies to it too). Complex outputs are complex64/complex128
     arrays. With ``return_stats``, returns
     ``(outputs, stats)``: ``devices`` (the emulator's peak HBM bytes per
     device; empty for PJRT), ``wall_seconds``, ``backend`` and ``summary``
@@ -291,7 +291,7 @@ def run(module: Any, inputs: Mapping[str, Any], backend: str = "emulator", *,
              "timeout": timeout, "collective_timeout": collective_timeout}
     if backend == "pjrt":
         for key, value in given.items():
-            if value is not None:
+            if value is not None and key != "timeout":
                 raise ValueError(f"run(): {key} applies to the emulator, not backend='pjrt'")
     elif pjrt_plugin is not None:
         raise ValueError("run(): pjrt_plugin needs backend='pjrt'")

@@ -8,6 +8,7 @@
 #include "hlo/ir/instruction.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/pjrt/handles.h"
+#include "runtime/pjrt/isolated.h"
 #include "runtime/pjrt/program.h"
 
 namespace tpuoff::runtime::pjrt {
@@ -150,9 +151,10 @@ absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
   return Execute(module, absl::MakeConstSpan(spans), options);
 }
 
-absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
-                                      absl::Span<const absl::Span<const hlo::Literal>> per_device,
-                                      const ExecuteOptions& options) {
+// Execute in this process (the plugin's crash or endless loop is ours).
+static absl::StatusOr<ExecuteResult> ExecuteInProcess(
+    const hlo::HloModule& module, absl::Span<const absl::Span<const hlo::Literal>> per_device,
+    const ExecuteOptions& options) {
   const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
   if (static_cast<int64_t>(per_device.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -302,6 +304,76 @@ absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
     }
   }
   result.execute_seconds = SecondsSince(t0);
+  return result;
+}
+
+absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
+                                      absl::Span<const absl::Span<const hlo::Literal>> per_device,
+                                      const ExecuteOptions& options) {
+  const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
+  if (static_cast<int64_t>(per_device.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "module ", module.name(), " runs on ", n, " devices; got ", per_device.size(),
+        " argument sets"));
+  }
+  RETURN_IF_ERROR(CheckArguments(module, per_device));
+  ASSIGN_OR_RETURN(std::vector<hlo::Shape> out_shapes, OutputShapes(module));
+  const std::string path =
+      options.plugin_path.empty() ? DefaultCpuPluginPath() : options.plugin_path;
+  // In a child process (the arguments are its copy-on-write view of ours):
+  // the plugin aborting (the XLA CPU plugin on a collective that never
+  // completes), never returning, or being cancelled ends the child; the
+  // outputs come back through the pipe straight into their literals.
+  ExecuteResult result;
+  RETURN_IF_ERROR(RunIsolated(
+      {.what = absl::StrCat("running ", module.name(), " with ", path),
+       .timeout_seconds = options.timeout_seconds,
+       .cancel = options.cancel},
+      [&](ChildWriter& w) -> absl::Status {
+        ASSIGN_OR_RETURN(ExecuteResult r, ExecuteInProcess(module, per_device, options));
+        if (r.outputs.size() != static_cast<size_t>(n) * out_shapes.size()) {
+          return absl::InternalError(absl::StrCat("running ", module.name(), ": ",
+                                                  r.outputs.size(), " outputs"));
+        }
+        for (int64_t v : {r.num_devices, int64_t{r.plugin.api_major},
+                          int64_t{r.plugin.api_minor}}) {
+          RETURN_IF_ERROR(w.WriteU64(static_cast<uint64_t>(v)));
+        }
+        RETURN_IF_ERROR(w.Write(&r.compile_seconds, sizeof(double)));
+        RETURN_IF_ERROR(w.Write(&r.execute_seconds, sizeof(double)));
+        RETURN_IF_ERROR(w.WriteString(r.plugin.path));
+        RETURN_IF_ERROR(w.WriteString(r.platform));
+        for (const hlo::Literal& lit : r.outputs) {
+          RETURN_IF_ERROR(w.WriteU64(static_cast<uint64_t>(lit.raw_size())));
+          RETURN_IF_ERROR(w.Write(lit.raw(), lit.raw_size()));
+        }
+        return absl::OkStatus();
+      },
+      [&](ChildReader& rd) -> absl::Status {
+        uint64_t v[3];
+        for (uint64_t& x : v) RETURN_IF_ERROR(rd.ReadU64(&x));
+        result.num_devices = static_cast<int64_t>(v[0]);
+        result.plugin.api_major = static_cast<int>(v[1]);
+        result.plugin.api_minor = static_cast<int>(v[2]);
+        RETURN_IF_ERROR(rd.Read(&result.compile_seconds, sizeof(double)));
+        RETURN_IF_ERROR(rd.Read(&result.execute_seconds, sizeof(double)));
+        RETURN_IF_ERROR(rd.ReadString(&result.plugin.path, 1 << 16));
+        RETURN_IF_ERROR(rd.ReadString(&result.platform, 1 << 16));
+        for (int64_t d = 0; d < n; ++d) {
+          for (const hlo::Shape& shape : out_shapes) {
+            hlo::Literal lit(hlo::Shape(shape.element_type(), shape.dimensions()));
+            uint64_t size = 0;
+            RETURN_IF_ERROR(rd.ReadU64(&size));
+            if (size != static_cast<uint64_t>(lit.raw_size())) {
+              return absl::InternalError(absl::StrCat("running ", module.name(), ": output of ",
+                                                      size, " bytes for ", shape.ToString()));
+            }
+            RETURN_IF_ERROR(rd.Read(lit.raw(), lit.raw_size()));
+            result.outputs.push_back(std::move(lit));
+          }
+        }
+        return absl::OkStatus();
+      }));
   return result;
 }
 

@@ -17,6 +17,7 @@
 #ifndef TPUOFF_RUNTIME_PJRT_PJRT_BACKEND_H_
 #define TPUOFF_RUNTIME_PJRT_PJRT_BACKEND_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ absl::StatusOr<PluginInfo> LoadPlugin(const std::string& path);
 
 struct ExecuteOptions {
   std::string plugin_path;  // empty: DefaultCpuPluginPath()
+  // The plugin runs in a child process (runtime/pjrt/isolated.h): past
+  // this many seconds (0: no limit) it is killed, DEADLINE_EXCEEDED; once
+  // `cancel` is set, CANCELLED. A plugin that crashes is INTERNAL naming
+  // the signal.
+  double timeout_seconds = 0;
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ExecuteResult {
@@ -62,7 +69,7 @@ struct ExecuteResult {
 };
 
 // Compiles `module` on a client of max(num_partitions, 1) devices of the
-// plugin and runs it: device d gets per_device_arguments[d] (one set per
+// plugin and runs it, in a child process (ExecuteOptions): device d gets per_device_arguments[d] (one set per
 // device, matching the entry parameters in number, type and shape:
 // INVALID_ARGUMENT naming the parameter otherwise).
 absl::StatusOr<ExecuteResult> Execute(
@@ -109,10 +116,17 @@ struct TopologyCompileResult {
   double compile_seconds = 0;
 };
 
+// INVALID_ARGUMENT naming the topology unless a "GEN:AxB[xC]" name has 1-3
+// dimensions in [1, 4096] (at most 65536 chips): libtpu divides by them (a
+// zero is a SIGFPE inside the plugin). Names without ':' are the plugin's
+// to judge.
+absl::Status CheckTopologyName(const std::string& topology);
+
 // Compile-only: compiles `module` for `options.topology` without a device
 // (PJRT_TopologyDescription_Create + PJRT_Compile) and returns XLA's memory
 // statistics. The module's num_partitions must not exceed the topology's
-// devices.
+// devices. libtpu runs in a child process: its CHECK failures and crashes
+// are INTERNAL naming the signal (runtime/pjrt/isolated.h).
 absl::StatusOr<TopologyCompileResult> CompileForTopology(
     const hlo::HloModule& module, const TopologyCompileOptions& options);
 

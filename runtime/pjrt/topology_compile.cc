@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/pjrt/handles.h"
+#include "runtime/pjrt/isolated.h"
 #include "runtime/pjrt/program.h"
 
 namespace tpuoff::runtime::pjrt {
@@ -27,13 +28,9 @@ std::string AcceleratorType(const std::string& topology) {
   return absl::StrCat(parts[0], "-", chips);
 }
 
-}  // namespace
-
-absl::StatusOr<TopologyCompileResult> CompileForTopology(
-    const hlo::HloModule& module, const TopologyCompileOptions& options) {
-  const std::string path =
-      options.plugin_path.empty() ? DefaultTpuPluginPath() : options.plugin_path;
-  if (options.topology.empty()) return absl::InvalidArgumentError("empty topology name");
+absl::StatusOr<TopologyCompileResult> CompileInProcess(const hlo::HloModule& module,
+                                                       const TopologyCompileOptions& options,
+                                                       const std::string& path) {
   SetLibtpuEnvironment(AcceleratorType(options.topology));
   ASSIGN_OR_RETURN(const Plugin* plugin, Plugin::Get(path));
   const Plugin& p = *plugin;
@@ -91,6 +88,57 @@ absl::StatusOr<TopologyCompileResult> CompileForTopology(
   if (options.want_optimized_module) {
     ASSIGN_OR_RETURN(result.optimized_module_proto, GetOptimizedModule(p, exe.get()));
   }
+  return result;
+}
+
+// The result's fields through the pipe, in one order both ways.
+absl::Status Send(const TopologyCompileResult& r, ChildWriter& w) {
+  const CompiledMemoryStats& m = r.stats;
+  for (int64_t v : {int64_t{r.plugin.api_major}, int64_t{r.plugin.api_minor}, r.topology_devices,
+                    m.argument_bytes, m.output_bytes, m.alias_bytes, m.temp_bytes,
+                    m.generated_code_bytes, m.peak_bytes}) {
+    RETURN_IF_ERROR(w.WriteU64(static_cast<uint64_t>(v)));
+  }
+  RETURN_IF_ERROR(w.Write(&r.compile_seconds, sizeof(double)));
+  RETURN_IF_ERROR(w.WriteString(r.plugin.path));
+  RETURN_IF_ERROR(w.WriteString(r.platform));
+  return w.WriteString(r.optimized_module_proto);
+}
+
+absl::Status Receive(ChildReader& rd, TopologyCompileResult* r) {
+  CompiledMemoryStats& m = r->stats;
+  uint64_t v[9];
+  for (uint64_t& x : v) RETURN_IF_ERROR(rd.ReadU64(&x));
+  r->plugin.api_major = static_cast<int>(v[0]);
+  r->plugin.api_minor = static_cast<int>(v[1]);
+  r->topology_devices = static_cast<int64_t>(v[2]);
+  int64_t* fields[] = {&m.argument_bytes, &m.output_bytes, &m.alias_bytes, &m.temp_bytes,
+                       &m.generated_code_bytes, &m.peak_bytes};
+  for (int i = 0; i < 6; ++i) *fields[i] = static_cast<int64_t>(v[3 + i]);
+  RETURN_IF_ERROR(rd.Read(&r->compile_seconds, sizeof(double)));
+  RETURN_IF_ERROR(rd.ReadString(&r->plugin.path, 1 << 16));
+  RETURN_IF_ERROR(rd.ReadString(&r->platform, 1 << 16));
+  return rd.ReadString(&r->optimized_module_proto);
+}
+
+}  // namespace
+
+absl::StatusOr<TopologyCompileResult> CompileForTopology(
+    const hlo::HloModule& module, const TopologyCompileOptions& options) {
+  const std::string path =
+      options.plugin_path.empty() ? DefaultTpuPluginPath() : options.plugin_path;
+  RETURN_IF_ERROR(CheckTopologyName(options.topology));
+  // In a child process: libtpu aborts (CHECK failures) or divides by zero
+  // on some inputs; that ends the child, and this is an error naming it.
+  TopologyCompileResult result;
+  RETURN_IF_ERROR(RunIsolated(
+      {.what = absl::StrCat("compiling ", module.name(), " for ", options.topology, " with ",
+                            path)},
+      [&](ChildWriter& w) -> absl::Status {
+        ASSIGN_OR_RETURN(TopologyCompileResult r, CompileInProcess(module, options, path));
+        return Send(r, w);
+      },
+      [&](ChildReader& rd) { return Receive(rd, &result); }));
   return result;
 }
 

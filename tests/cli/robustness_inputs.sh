@@ -74,4 +74,11 @@ for bad in 16 -1 2147483647; do
 done
 robust "compare with an id out of range" 1 -- compare "${K[@]}" --shard=vocab --mesh=2 \
   --inputs="$WORK/k" && expect_in "$WORK/err" "chosen_ids[0,2] = 2147483647" "compare checks ids"
+# An input that is there but cannot be reached (a symlink loop) says so,
+# not "missing".
+mkdir "$WORK/loop"
+ln -s y.npy "$WORK/loop/x.npy"
+ln -s x.npy "$WORK/loop/y.npy"
+robust "inputs in a symlink loop" 1 -- run "$M" --inputs="$WORK/loop" &&
+  expect_in "$WORK/err" "loop/x.npy: cannot open: Too many levels of symbolic links" "loop named"
 finish

@@ -78,5 +78,30 @@ run_cmd 1 "unknown topology" -- compile "${K[@]}" --target=tpu-v6e:3x5 &&
 run_cmd 1 "missing libtpu" -- compile "${K[@]}" --pjrt-plugin="$WORK/nope.so" &&
   expect_in "$WORK/err" "no such file" "missing plugin message"
 run_cmd 2 "no module" -- compile --target=tpu-v6e:2x4
+# A zero in the topology (libtpu divides by it) is refused before libtpu.
+for t in v6e:0x4 v6e:2x4x0 v6e:-1x2; do
+  run_cmd 2 "target tpu-$t" -- compile "${K[@]}" --target=tpu-$t &&
+    expect_in "$WORK/err" "topology '$t'" "names the topology"
+done
+# libtpu crashes (CHECK failure, division by zero) on memory spaces it does
+# not have: it compiles in a child process, so that is exit 1 naming the
+# signal, never a crash of tpuoff (nor a core file).
+for space in 2 3; do
+  cat >"$WORK/space$space.hlo" <<HLO
+HloModule space$space
+ENTRY %main (p: f32[8,128]) -> f32[8,128] {
+  %p = f32[8,128]{1,0:S($space)} parameter(0)
+  ROOT %n = f32[8,128]{1,0} negate(f32[8,128]{1,0:S($space)} %p)
+}
+HLO
+  (cd "$WORK" && timeout 600 "$TPUOFF" compile "$WORK/space$space.hlo" --target=tpu-v6e:1x1 \
+     >"$WORK/out" 2>"$WORK/err")
+  code=$?
+  [[ $code -eq 1 ]] || fail "S($space): exit $code, want 1 (134 SIGABRT, 136 SIGFPE)"
+  expect_in "$WORK/err" "compiling space$space for v6e:1x1 with" "S($space) names the compile"
+  grep -qE "the plugin crashed \(signal (6, SIGABRT|8, SIGFPE)\)" "$WORK/err" ||
+    fail "S($space): no crash message: $(grep tpuoff "$WORK/err" | head -c 300)"
+  ls "$WORK"/core* >/dev/null 2>&1 && fail "S($space): a core file was written"
+done
 
 finish

@@ -110,8 +110,64 @@ run_cmd 1 "library without GetPjrtApi" -- run --kernel=grpo_tiled --random-input
   expect_in "$WORK/err" "no GetPjrtApi" "no GetPjrtApi message"
 run_cmd 2 "plugin without backend" -- run --kernel=grpo_tiled --random-inputs --pjrt-plugin=x.so
 run_cmd 2 "trace with pjrt" -- run --kernel=grpo_tiled --random-inputs --backend=pjrt --trace=t.json
-run_cmd 2 "timeout with pjrt" -- run --kernel=grpo_tiled --random-inputs --backend=pjrt --timeout=5 &&
-  expect_in "$WORK/err" "--timeout applies to the emulator, not --backend=pjrt" "timeout message"
+run_cmd 2 "threads with pjrt" -- run --kernel=grpo_tiled --random-inputs --backend=pjrt --threads=1 &&
+  expect_in "$WORK/err" "--threads applies to the emulator, not --backend=pjrt" "threads message"
+
+# The plugin runs in a child process: an endless loop is stopped by
+# --timeout (its process killed), a collective that can never complete (the
+# plugin aborts after its own rendezvous timeout) is an error naming the
+# signal, never a crash of tpuoff.
+cat >"$WORK/forever.hlo" <<'HLO'
+HloModule forever
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  ROOT %t = pred[] constant(true)
+}
+%body (s: s32[]) -> s32[] {
+  %s = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(%s, %one)
+}
+ENTRY %main (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  ROOT %w = s32[] while(%x), condition=%cond, body=%body
+}
+HLO
+timeout 120 "$TPUOFF" run "$WORK/forever.hlo" --random-inputs --backend=pjrt --timeout=2 \
+  >"$WORK/out" 2>"$WORK/err"
+code=$?
+[[ $code -eq 1 ]] || fail "endless loop on pjrt with --timeout=2: exit $code, want 1"
+expect_in "$WORK/err" "exceeded the time limit of 2 s (the plugin's process was killed)" \
+  "pjrt timeout message"
+# Device 1 waits at an all-reduce device 0 never reaches.
+cat >"$WORK/deadlock.hlo" <<'HLO'
+HloModule deadlock, num_partitions=2
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%skip (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4] parameter(0)
+}
+%reduce (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %r = f32[4] all-reduce(%x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=%add
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %pid = u32[] partition-id()
+  %zero = u32[] constant(0)
+  %first = pred[] compare(%pid, %zero), direction=EQ
+  ROOT %c = f32[4] conditional(%first, %x, %x), true_computation=%skip, false_computation=%reduce
+}
+HLO
+timeout 300 "$TPUOFF" run "$WORK/deadlock.hlo" --random-inputs --backend=pjrt --timeout=120 \
+  >"$WORK/out" 2>"$WORK/err"
+code=$?
+[[ $code -eq 1 ]] || fail "collective deadlock on pjrt: exit $code, want 1 (134 is SIGABRT)"
+grep -qE "the plugin crashed \(signal 6, SIGABRT\)|exceeded the time limit of 120 s" "$WORK/err" ||
+  fail "collective deadlock on pjrt: $(grep tpuoff "$WORK/err" | head -c 400)"
 run_cmd 2 "bad backends" -- compare --kernel=grpo_tiled --backends=emulator
 run_cmd 2 "unknown backend" -- compare --kernel=grpo_tiled --backends=emulator,gpu
 

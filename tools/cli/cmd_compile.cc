@@ -101,6 +101,10 @@ int CompileMain(const std::vector<std::string>& args) {
     return ReportUsageError(kCmd, absl::StrCat("--target wants tpu-<topology> (e.g. "
                                                "tpu-v6e:2x4), got '", target, "'"));
   }
+  if (absl::Status s = runtime::pjrt::CheckTopologyName(target.substr(kTargetPrefix.size()));
+      !s.ok()) {
+    return ReportUsageError(kCmd, absl::StrCat("--target=", target, ": ", s.message()));
+  }
   if (flags.WasSet("dump-optimized") && dump_optimized.empty()) {
     return ReportUsageError(kCmd, "--dump-optimized needs a file name");
   }

@@ -206,7 +206,7 @@ int RunMain(const std::vector<std::string>& args) {
     return ReportUsageError(kCmd, "--pjrt-plugin needs --backend=pjrt");
   }
   if (backend == Backend::kPjrt) {
-    for (const char* name : {"trace", "hbm-gib", "threads", "max-loop-iterations", "timeout",
+    for (const char* name : {"trace", "hbm-gib", "threads", "max-loop-iterations",
                               "collective-timeout"}) {
       if (flags.WasSet(name)) {
         return ReportUsageError(
@@ -312,6 +312,7 @@ int RunMain(const std::vector<std::string>& args) {
   options.emulator.hbm_capacity_bytes = std::max<int64_t>(
       1, static_cast<int64_t>(std::llround(f.hbm_gib * 1073741824.0)));
   ApplyRunLimits(f.limits, &options.emulator);
+  options.pjrt_timeout_seconds = f.limits.timeout;
   options.emulator.record_trace = !f.trace.empty();
   options.emulator.record_allocations = false;
   absl::StatusOr<BackendResult> ran =

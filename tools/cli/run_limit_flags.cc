@@ -12,7 +12,8 @@ void RegisterRunLimitFlags(FlagSet& flags, RunLimitFlags* out) {
                  "fail a while loop that runs more iterations than this (0 = no limit)");
   flags.AddDouble("timeout", &out->timeout,
                   "fail the run after this many seconds, naming the loop and instruction "
-                  "being run (0 = no limit)");
+                  "being run (0 = no limit); with --backend=pjrt the plugin's process is "
+                  "killed then");
   flags.AddDouble("collective-timeout", &out->collective_timeout,
                   "seconds a device waits at a collective for devices still running");
 }

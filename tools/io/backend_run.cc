@@ -98,6 +98,8 @@ absl::StatusOr<BackendResult> RunOnBackend(const hlo::HloModule& module,
   } else {
     runtime::pjrt::ExecuteOptions o;
     o.plugin_path = options.pjrt_plugin;
+    o.timeout_seconds = options.pjrt_timeout_seconds;
+    o.cancel = options.pjrt_cancel;
     ASSIGN_OR_RETURN(runtime::pjrt::ExecuteResult r,
                      runtime::pjrt::Execute(module, per_device, o));
     result.run.outputs = std::move(r.outputs);

@@ -5,6 +5,7 @@
 #ifndef TPUOFF_TOOLS_IO_BACKEND_RUN_H_
 #define TPUOFF_TOOLS_IO_BACKEND_RUN_H_
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct BackendOptions {
   Backend backend = Backend::kEmulator;
   runtime::RunOptions emulator;  // for kEmulator
   std::string pjrt_plugin;       // for kPjrt; empty: the build's CPU plugin
+  // For kPjrt (the plugin runs in a child process): its time limit in
+  // seconds (0: none) and a flag that cancels it (the emulator's are in
+  // `emulator`).
+  double pjrt_timeout_seconds = 0;
+  const std::atomic<bool>* pjrt_cancel = nullptr;
   // In a distributed run (runtime::Distributed(), emulator only): the
   // arguments already are this rank's devices' sets (tools/io/rank_run.h
   // LocalDevices), not the global arrays or every device's sets.

@@ -1,5 +1,9 @@
 #include "tools/io/input_loader.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/ir/instruction.h"
@@ -56,8 +60,11 @@ absl::StatusOr<std::vector<hlo::Literal>> LoadInputsFromDirectory(
     // A plain file name inside `dir`: a parameter name never becomes a path.
     const std::string path = absl::StrCat(dir, "/", files[i]);
     absl::StatusOr<hlo::Literal> lit = [&]() -> absl::StatusOr<hlo::Literal> {
-      if (!PathExists(path)) {
-        return absl::NotFoundError(absl::StrCat(path, ": missing"));
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) {
+        // Missing, or there but unreachable (a symlink loop, no permission).
+        if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": missing"));
+        return ErrnoStatus(errno, "cannot open", path);
       }
       return ReadNpyAsLiteral(path, p->shape());
     }();
