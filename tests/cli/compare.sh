@@ -86,7 +86,7 @@ check_usage() {  # DESCRIPTION EXPECTED_TEXT ARGS...
 check_usage "compare without --shard" "--shard=KIND[,KIND] (batch, seq or vocab per mesh axis) is required" compare "${SMALL[@]}"
 check_usage "compare --shard=none" "--shard" compare "${SMALL[@]}" --shard=none
 check_usage "compare without --kernel" "--kernel=NAME is required" compare --shard=vocab
-check_usage "compare --mesh=2x" "--mesh must be N or AxB" compare "${SMALL[@]}" --shard=vocab --mesh=2x
+check_usage "compare --mesh=2x" "--mesh must be N or AxB[xC...]" compare "${SMALL[@]}" --shard=vocab --mesh=2x
 check_usage "compare --shard per axis" "--shard=batch,vocab,seq has 3 entries but --mesh=2x4 has 2 axes" \
   compare "${SMALL[@]}" --shard=batch,vocab,seq --mesh=2x4
 check_usage "compare --against-mesh alone" "--against-mesh needs --against-shard" \
@@ -104,7 +104,7 @@ check_usage "compare --inputs and --seed" "give --inputs=DIR or --seed=N, not bo
   compare "${SMALL[@]}" --shard=vocab --inputs="$CASE" --seed=1
 check_usage "compare bad --perturb" "--perturb wants OUTPUT:INDEX" compare "${SMALL[@]}" --shard=vocab --perturb=dlogits
 check_usage "compare unknown output" "no such output" compare "${SMALL[@]}" --shard=vocab --perturb=nope:0
-check_usage "compare --mesh=0" "--mesh must be N or AxB with at most 4096 devices" compare "${SMALL[@]}" --shard=vocab --mesh=0
+check_usage "compare --mesh=0" "--mesh must be N or AxB[xC...] with at most 4096 devices" compare "${SMALL[@]}" --shard=vocab --mesh=0
 check_usage "compare vocab-sharded reference" "vocab sharding needs a tiled kernel" \
   compare --kernel=grpo_reference --vocab=64 --shard=vocab
 check_usage "compare positional" "" compare "${SMALL[@]}" --shard=vocab extra.hlo
@@ -113,7 +113,7 @@ check_usage "dump --global-form alone" "--global-form needs a sharding" \
 check_usage "dump --mesh without --kernel" "--mesh only applies with --kernel=NAME" dump --mesh=4 x.hlo
 run_cmd 0 "compare --help" -- compare --help && {
   expect_in "$WORK/out" "--shard=KIND[,KIND]" "compare help lists --shard"
-  expect_in "$WORK/out" "--mesh=N|AxB" "compare help lists --mesh"
+  expect_in "$WORK/out" "--mesh=N|AxB[xC...]" "compare help lists --mesh"
 }
 
 # dump: the per-device module and the global form.

@@ -489,6 +489,12 @@ int BenchMain(const std::vector<std::string>& args) {
   }
   std::vector<std::string> dtypes = absl::StrSplit(f.dtypes, ',', absl::SkipEmpty());
   std::vector<std::string> case_ids = absl::StrSplit(f.cases, ',', absl::SkipEmpty());
+  if (dtypes.empty() && !case_ids.empty()) {
+    return ReportUsageError(kCmd, "--dtypes needs bf16, f32 or both for the --cases");
+  }
+  if (case_ids.empty() && f.corpus.empty()) {
+    return ReportUsageError(kCmd, "--cases is empty and there is no --corpus: nothing to time");
+  }
   for (const std::string& d : dtypes) {
     if (d != "bf16" && d != "f32") {
       return ReportUsageError(kCmd, absl::StrCat("--dtypes: unknown dtype '", d, "'"));

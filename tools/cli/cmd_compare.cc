@@ -115,8 +115,8 @@ int CompareMain(const std::vector<std::string>& args) {
   f.against.mesh = "";
   FlagSet flags(
       std::string(kCmd),
-      "--kernel=NAME [kernel flags] (--shard=KIND[,KIND] [--mesh=N|AxB] "
-      "[--against-shard=KIND[,KIND] --against-mesh=N|AxB] | --backends=A,B "
+      "--kernel=NAME [kernel flags] (--shard=KIND[,KIND] [--mesh=N|AxB[xC...]] "
+      "[--against-shard=KIND[,KIND] --against-mesh=N|AxB[xC...]] | --backends=A,B "
       "[--shard=...]) [--seed=N | --inputs=DIR] [flags]",
       "Builds the kernel unsharded and as a shard_map over --mesh simulated v6e\n"
       "devices (--shard: what each mesh axis splits: batch, seq, vocab or none,\n"

@@ -27,7 +27,7 @@ int DumpMain(const std::vector<std::string>& args) {
       "Reads MODULE_FILE (HLO text, binary HloModuleProto or proto JSON; the\n"
       "format is detected; '-' reads stdin) or generates a kernel module from\n"
       "the kernel flags, verifies it, and writes it in --format.\n"
-      "--mesh=N|AxB --shard=KIND[,KIND] (batch, seq, vocab or none per mesh\n"
+      "--mesh=N|AxB[xC...] --shard=KIND[,KIND] (batch, seq, vocab or none per mesh\n"
       "axis, e.g. --mesh=2x4 --shard=batch,vocab) emit the kernel as the\n"
       "per-device SPMD module of a shard_map over the mesh (num_partitions =\n"
       "devices, sharding= on parameters and root, collectives with the replica\n"

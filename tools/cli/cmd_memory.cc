@@ -29,7 +29,7 @@ int MemoryMain(const std::vector<std::string>& args) {
   ShardFlags shard;
   FlagSet flags(
       std::string(kCmd),
-      "(MODULE_FILE | --kernel=NAME [kernel flags] [--mesh=N|AxB --shard=KIND[,KIND]]) "
+      "(MODULE_FILE | --kernel=NAME [kernel flags] [--mesh=N|AxB[xC...] --shard=KIND[,KIND]]) "
       "[flags]",
       "Static HBM analysis: plans the module exactly as the emulator runs it\n"
       "(same schedule, fusion and buffer lifetimes) and reports per device,\n"

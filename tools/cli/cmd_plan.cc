@@ -24,7 +24,7 @@ int PlanMain(const std::vector<std::string>& args) {
   PlanRequest r;
   bool json = false;
   FlagSet flags(
-      std::string(kCmd), "--hidden=H --vocab=V --seq=T --mesh=N|AxB --hbm-gib=G [flags]",
+      std::string(kCmd), "--hidden=H --vocab=V --seq=T --mesh=N|AxB[xC...] --hbm-gib=G [flags]",
       "Finds the largest batch whose per-device HBM peak fits in --hbm-gib,\n"
       "searching the kernel (grpo_tiled on given logits, grpo_fused_linear with\n"
       "the LM head), every --shard the mesh takes (none, or one of none, batch,\n"
@@ -39,7 +39,7 @@ int PlanMain(const std::vector<std::string>& args) {
   flags.AddInt64("seq", &r.seq, "sequence length T");
   flags.AddInt64("batch-step", &r.batch_step, "batches searched are multiples of this");
   flags.AddString("mesh", &r.mesh, "device mesh: N (1-D) or AxB (v6e chips, at most 256)",
-                  "N|AxB");
+                  "N|AxB[xC...]");
   flags.AddDouble("hbm-gib", &r.hbm_gib, "HBM capacity per device in GiB");
   flags.AddEnum("logits-dtype", &r.logits_dtype, {"f32", "bf16"}, "element type of logits");
   flags.AddEnum("mode", &r.mode, {"fwd", "bwd", "fwd_bwd"}, "kernel mode");

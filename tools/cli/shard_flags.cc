@@ -13,9 +13,9 @@ namespace tpuoff::tools {
 void RegisterShardFlags(FlagSet& flags, ShardFlags* out, const ShardFlagOptions& options) {
   const std::string& p = options.prefix;
   flags.AddString(p + "mesh", &out->mesh,
-                  "kernel: the device mesh, N or AxB (v6e chips per axis, first axis "
+                  "kernel: the device mesh, N or AxB[xC...] (v6e chips per axis, first axis "
                   "major: partition a*B+b is position (a,b))",
-                  "N|AxB");
+                  "N|AxB[xC...]");
   flags.AddString(p + "shard", &out->shard,
                   std::string("kernel: what each mesh axis splits, one of none|batch|seq|vocab "
                               "per axis, comma-separated (e.g. batch,vocab on 2x4); a per-device "
@@ -48,7 +48,7 @@ absl::StatusOr<kernels::ShardingSpec> ShardingSpecFromFlags(const ShardFlags& f,
   absl::StatusOr<hlo::Mesh> mesh = hlo::ParseMeshShape(f.mesh);
   if (!mesh.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--", p, "mesh must be N or AxB with at most ", hlo::kMaxMeshDevices,
+        "--", p, "mesh must be N or AxB[xC...] with at most ", hlo::kMaxMeshDevices,
         " devices (each size >= 1), got '", f.mesh, "'"));
   }
   spec.mesh = *std::move(mesh);
