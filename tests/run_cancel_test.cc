@@ -8,6 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "runtime/pjrt/isolated.h"
@@ -22,27 +25,20 @@ using pjrt::ChildWriter;
 using pjrt::IsolationOptions;
 using pjrt::RunIsolated;
 
-constexpr char kEndless[] = R"(HloModule endless, num_partitions=NUM
-%cond (s: s32[]) -> pred[] {
-  %s = s32[] parameter(0)
-  ROOT %t = pred[] constant(true)
+// tests/cli/data/endless.hlo on `devices` partitions.
+std::string Endless(int devices) {
+  std::ifstream in(std::string(TPUOFF_SOURCE_DIR) + "/tests/cli/data/endless.hlo");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const std::string head = "HloModule endless";
+  s.insert(s.find(head) + head.size(), ", num_partitions=" + std::to_string(devices));
+  return s;
 }
-%body (s: s32[]) -> s32[] {
-  %s = s32[] parameter(0)
-  %one = s32[] constant(1)
-  ROOT %n = s32[] add(%s, %one)
-}
-ENTRY %main (x: s32[]) -> s32[] {
-  %x = s32[] parameter(0)
-  ROOT %w = s32[] while(%x), condition=%cond, body=%body
-}
-)";
 
 TEST(RunCancel, CancelStopsEveryDeviceNamingWhere) {
   for (int devices : {1, 3}) {
-    std::string text(kEndless);
-    text.replace(text.find("NUM"), 3, std::to_string(devices));
-    auto m = Parse(text);
+    auto m = Parse(Endless(devices));
     std::atomic<bool> cancel{false};
     RunOptions opts;
     opts.cancel = &cancel;

@@ -3,6 +3,7 @@ arrays, NUL bytes in paths, arrays and numbers it must refuse rather than
 convert, and chosen_ids of wider integer types through the JAX adapter."""
 import _thread
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -17,21 +18,8 @@ import tpuoff
 import tpuoff.jax as tj
 from test_jax_api import CASE, args
 
-ENDLESS = """HloModule endless
-%cond (s: s32[]) -> pred[] {
-  %s = s32[] parameter(0)
-  ROOT %t = pred[] constant(true)
-}
-%body (s: s32[]) -> s32[] {
-  %s = s32[] parameter(0)
-  %one = s32[] constant(1)
-  ROOT %n = s32[] add(%s, %one)
-}
-ENTRY %main (x: s32[]) -> s32[] {
-  %x = s32[] parameter(0)
-  ROOT %w = s32[] while(%x), condition=%cond, body=%body
-}
-"""
+# A while loop that never ends by itself (shared with the C++ and CLI tests).
+ENDLESS = (pathlib.Path(__file__).resolve().parents[2] / "tests/cli/data/endless.hlo").read_text()
 
 
 def interrupt_after(seconds):

@@ -151,20 +151,12 @@ absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
   return Execute(module, absl::MakeConstSpan(spans), options);
 }
 
-// Execute in this process (the plugin's crash or endless loop is ours).
+// Execute in this process (the plugin's crash or endless loop is ours), on
+// arguments Execute checked, with `out_shapes` its outputs' leaves.
 static absl::StatusOr<ExecuteResult> ExecuteInProcess(
     const hlo::HloModule& module, absl::Span<const absl::Span<const hlo::Literal>> per_device,
-    const ExecuteOptions& options) {
+    const std::vector<hlo::Shape>& out_shapes, const std::string& path) {
   const int64_t n = std::max<int64_t>(module.num_partitions(), 1);
-  if (static_cast<int64_t>(per_device.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "module ", module.name(), " runs on ", n, " devices; got ", per_device.size(),
-        " argument sets"));
-  }
-  RETURN_IF_ERROR(CheckArguments(module, per_device));
-  ASSIGN_OR_RETURN(std::vector<hlo::Shape> out_shapes, OutputShapes(module));
-  const std::string path =
-      options.plugin_path.empty() ? DefaultCpuPluginPath() : options.plugin_path;
   ASSIGN_OR_RETURN(const Plugin* plugin, Plugin::Get(path));
   const Plugin& p = *plugin;
 
@@ -330,7 +322,7 @@ absl::StatusOr<ExecuteResult> Execute(const hlo::HloModule& module,
        .timeout_seconds = options.timeout_seconds,
        .cancel = options.cancel},
       [&](ChildWriter& w) -> absl::Status {
-        ASSIGN_OR_RETURN(ExecuteResult r, ExecuteInProcess(module, per_device, options));
+        ASSIGN_OR_RETURN(ExecuteResult r, ExecuteInProcess(module, per_device, out_shapes, path));
         if (r.outputs.size() != static_cast<size_t>(n) * out_shapes.size()) {
           return absl::InternalError(absl::StrCat("running ", module.name(), ": ",
                                                   r.outputs.size(), " outputs"));

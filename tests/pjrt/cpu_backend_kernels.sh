@@ -117,23 +117,8 @@ run_cmd 2 "threads with pjrt" -- run --kernel=grpo_tiled --random-inputs --backe
 # --timeout (its process killed), a collective that can never complete (the
 # plugin aborts after its own rendezvous timeout) is an error naming the
 # signal, never a crash of tpuoff.
-cat >"$WORK/forever.hlo" <<'HLO'
-HloModule forever
-%cond (s: s32[]) -> pred[] {
-  %s = s32[] parameter(0)
-  ROOT %t = pred[] constant(true)
-}
-%body (s: s32[]) -> s32[] {
-  %s = s32[] parameter(0)
-  %one = s32[] constant(1)
-  ROOT %n = s32[] add(%s, %one)
-}
-ENTRY %main (x: s32[]) -> s32[] {
-  %x = s32[] parameter(0)
-  ROOT %w = s32[] while(%x), condition=%cond, body=%body
-}
-HLO
-timeout 120 "$TPUOFF" run "$WORK/forever.hlo" --random-inputs --backend=pjrt --timeout=2 \
+timeout 120 "$TPUOFF" run "$SRC/tests/cli/data/endless.hlo" --random-inputs --backend=pjrt \
+  --timeout=2 \
   >"$WORK/out" 2>"$WORK/err"
 code=$?
 [[ $code -eq 1 ]] || fail "endless loop on pjrt with --timeout=2: exit $code, want 1"
