@@ -157,6 +157,10 @@ absl::Status RunIsolated(const IsolationOptions& options,
     const rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
     ::signal(SIGPIPE, SIG_IGN);
+    // The caller's crash handlers (a sanitizer's, Python's faulthandler)
+    // would report or turn the plugin's signal into another: the child dies
+    // of the signal itself, which the parent names.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
     ChildWriter w(fds[1]);
     absl::Status s = child(w);
     if (!s.ok()) {
