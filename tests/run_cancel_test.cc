@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -110,6 +111,12 @@ TEST(RunIsolated, ResultErrorCrashLimitAndCancel) {
                   },
                   no_reply);
   EXPECT_NE(std::string(s.message()).find("(signal 8, SIGFPE)"), std::string::npos) << s;
+  // An exception in the child never unwinds into the caller's code there.
+  s = RunIsolated({.what = "throwing"},
+                  [](ChildWriter&) -> absl::Status { throw std::runtime_error("plugin threw"); },
+                  no_reply);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_EQ(s.message(), "throwing: an exception in the plugin's process");
   // A child that exits without a result.
   s = RunIsolated({.what = "leaving"}, [](ChildWriter&) -> absl::Status { ::_exit(3); },
                   no_reply);

@@ -162,7 +162,12 @@ absl::Status RunIsolated(const IsolationOptions& options,
     // of the signal itself, which the parent names.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
     ChildWriter w(fds[1]);
-    absl::Status s = child(w);
+    absl::Status s;
+    try {
+      s = child(w);
+    } catch (...) {  // never unwinds into the caller's code in this process
+      s = absl::InternalError(absl::StrCat(options.what, ": an exception in the plugin's process"));
+    }
     if (!s.ok()) {
       if (w.started_) ::_exit(1);
       const uint64_t code = static_cast<uint64_t>(s.code());
