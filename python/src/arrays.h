@@ -32,9 +32,9 @@ absl::StatusOr<hlo::Literal> BorrowInput(const std::string& what, const InputArr
 
 // A NumPy array over the literal's bytes that owns the literal (moved to the
 // heap and deleted with the array). bf16 comes out as uint16 bits, c64 and
-// c128 as complex64 and complex128; None for a token. UNIMPLEMENTED naming
-// `what` for an element type NumPy has no type for.
-absl::StatusOr<nanobind::object> OutputArray(const std::string& what, hlo::Literal literal);
+// c128 as complex64 and complex128 (every array type has a NumPy type);
+// None for a token.
+nanobind::object OutputArray(hlo::Literal literal);
 
 }  // namespace tpuoff::python
 

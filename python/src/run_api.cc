@@ -279,11 +279,7 @@ nb::tuple Run(const Module& module, nb::dict inputs, const RunConfig& config) {
     const std::string& base = names[i % per_set];
     const std::string name = input_sets == 1 ? base : absl::StrCat(base, ".device", set);
     const std::string type = NumpyTypeName(r.outputs[i].shape().element_type());
-    outputs.append(nb::make_tuple(
-        name,
-        ValueOrThrow(OutputArray(absl::StrCat(kCommand, ": output '", name, "'"),
-                                 std::move(r.outputs[i]))),
-        type));
+    outputs.append(nb::make_tuple(name, OutputArray(std::move(r.outputs[i])), type));
   }
   nb::list devices;
   for (const runtime::DeviceReport& dev : r.devices) {
