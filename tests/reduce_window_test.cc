@@ -608,5 +608,46 @@ TEST(ReduceWindowRun, JaxStridedTileMaxOverARaggedVocab) {
   ExpectNear(got[0], F32({3, 3}, want), 0, "tile max");
 }
 
+// jnp.cumsum lowers to a window as long as the axis (pad=n-1_0). bf16 and
+// f16 fold in f32 and round once, as XLA:CPU computes them: 600 ones sum
+// to 600 (rounding every step would stop at 256 in bf16), each prefix
+// exact; and the window tables stay linear in the axis (a 40000-long f32
+// cumsum: 1.6e9 table entries, 12.8 GB, before).
+TEST(ReduceWindowRun, CumulativeSumsFoldHalfTypesInF32) {
+  for (const char* type : {"bf16", "f16"}) {
+    const std::string t = type;
+    auto m = Parse("HloModule m\nadd { a = " + t + "[] parameter(0) b = " + t +
+                   "[] parameter(1) ROOT s = " + t + "[] add(a, b) }\n" +
+                   "ENTRY e { x = " + t + "[600] parameter(0) z = " + t + "[] constant(0)\n" +
+                   "  ROOT r = " + t + "[600] reduce-window(x, z), window={size=600 pad=599_0}, "
+                   "to_apply=add }");
+    ASSERT_NE(m, nullptr) << t;
+    std::vector<double> want(600);
+    for (int i = 0; i < 600; ++i) want[i] = i + 1;  // representable: <= 2^8 * 4 apart
+    const Literal ones = Lit(t == "bf16" ? PrimitiveType::kBF16 : PrimitiveType::kF16, {600},
+                             std::vector<double>(600, 1.0));
+    std::vector<Literal> got = RunAllWays(*m, {ones});
+    ASSERT_EQ(got.size(), 1u);
+    // 600 is representable in both; the prefixes round once each (bf16:
+    // 8 significant bits, so 257 -> 256, ...): compare to the rounded sums.
+    std::vector<double> rounded(600);
+    for (int i = 0; i < 600; ++i) {
+      Literal one = Lit(ones.shape().element_type(), {}, {want[i]});
+      rounded[i] = one.GetAsDouble(0);
+    }
+    ExpectNear(got[0], Lit(ones.shape().element_type(), {600}, rounded), 0, t + " cumsum");
+  }
+  const int64_t n = 40000;
+  auto m = Parse(Module("ENTRY e { x = f32[40000] parameter(0) z = f32[] constant(0)\n"
+                        "  ROOT r = f32[40000] reduce-window(x, z), "
+                        "window={size=40000 pad=39999_0}, to_apply=add_f32 }"));
+  ASSERT_NE(m, nullptr);
+  auto r = RunModule(*m, {F32({n}, std::vector<double>(n, 1.0))}, RunOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{4095}, n - 2, n - 1}) {
+    EXPECT_EQ(r->outputs[0].GetAsDouble(i), static_cast<double>(i + 1)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace tpuoff::runtime

@@ -67,6 +67,106 @@ ENTRY e { x = f32[4] parameter(0)
   ROOT r = f32[4] all-reduce(x), replica_groups=mesh['a'=4] {'c'}, to_apply=add })").ok());
 }
 
+// XLA:CPU's optimised SPMD modules spell replica groups as mesh axes with a
+// device order and sub-axes (MeshAxesReplicaGroupList). Groups checked
+// against XLA's definition worked by hand: the mesh's devices reshaped to
+// the named parts and transposed (unnamed parts first), in chunks.
+std::string MeshAllReduce(const std::string& groups) {
+  return R"(HloModule m, num_partitions=8
+add { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY e { x = f32[2] parameter(0)
+  ROOT r = f32[2] all-reduce(x), channel_id=1, replica_groups=)" + groups +
+         R"(, use_global_device_ids=true, to_apply=add })";
+}
+
+std::vector<std::vector<int64_t>> GroupsOf(const std::string& groups) {
+  auto m = Parse(MeshAllReduce(groups));
+  if (m == nullptr) return {};
+  return m->entry()->root()->attrs().replica_groups.groups;
+}
+
+using Groups = std::vector<std::vector<int64_t>>;
+
+TEST(XlaFormsParse, MeshDeviceIdsAndSubAxes) {
+  // Mesh 4x2 whose devices are [2,4]T(1,0) = 0,4,1,5,2,6,3,7 (row-major):
+  // along 'a' at b=0 the positions 0,2,4,6 hold devices 0,1,2,3.
+  const Groups by_a = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+  EXPECT_EQ(GroupsOf("mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}"), by_a);
+  EXPECT_EQ(GroupsOf("mesh['a'=4,'b'=2], device_ids=(0,4,1,5,2,6,3,7) {'a'}"), by_a);
+  EXPECT_EQ(GroupsOf("mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'b'}"),
+            (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Order of the named axes: the first named is major.
+  EXPECT_EQ(GroupsOf("mesh['a'=2,'b'=2,'c'=2] {'c','a'}"),
+            (Groups{{0, 4, 1, 5}, {2, 6, 3, 7}}));
+  // 'a':(2)2 is the middle of 'a' reshaped to [2,2,1]; 'b' stays whole.
+  EXPECT_EQ(GroupsOf("mesh['a'=4,'b'=2] {'a':(2)2}"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(GroupsOf("mesh['a'=4,'b'=2] {'a':(1)2}"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Two sub-axes of one axis ([8] -> [2,2,2]), named minor part first.
+  EXPECT_EQ(GroupsOf("mesh['a'=8] {'a':(4)2,'a':(1)2}"), (Groups{{0, 4, 1, 5}, {2, 6, 3, 7}}));
+  // What XLA:CPU wrote for a reshape merging a 2x4 mesh's axes: devices
+  // 0,2,1,3,4,6,5,7; position 4 a0 + 2 a1 + b, grouped over a1.
+  EXPECT_EQ(GroupsOf("mesh['axis_0'=4,'axis_1'=2,'axis_2'=1], device_ids=([2,2,2]T(0,2,1)) "
+                     "{'axis_0':(2)2}"),
+            (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+
+  // Printed back as written, and the same through the binary proto.
+  for (const std::string g : {"mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}",
+                              "mesh['a'=4,'b'=2], device_ids=(0,4,1,5,2,6,3,7) {'b'}",
+                              "mesh['a'=8] {'a':(4)2,'a':(1)2}",
+                              "mesh['a'=4,'b'=2], device_ids=([2,2,2]T(0,2,1)) {'a':(2)2}"}) {
+    auto m = Parse(MeshAllReduce(g));
+    ASSERT_NE(m, nullptr) << g;
+    const std::string printed = hlo::PrintModule(*m);
+    EXPECT_NE(printed.find("replica_groups=" + g), std::string::npos) << printed;
+    auto again = hlo::ModuleFromProtoBytes(*hlo::ModuleToProtoBytes(*m));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(hlo::PrintModule(**again), printed);
+    EXPECT_EQ((*again)->entry()->root()->attrs().replica_groups.groups,
+              m->entry()->root()->attrs().replica_groups.groups) << g;
+  }
+
+  // Refused as XLA refuses them, naming what is wrong.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"mesh['a'=4,'b'=2], device_ids=(0,0,1,2,3,4,5,6) {'a'}", "permutation of 0..7"},
+      {"mesh['a'=4,'b'=2], device_ids=(0,1,2) {'a'}", "lists 3 devices for a mesh of 8"},
+      {"mesh['a'=4,'b'=2], device_ids=(0,1,2,3,4,5,6,7,8) {'a'}", "more than the mesh's 8"},
+      {"mesh['a'=4,'b'=2], device_ids=([4,4]) {'a'}", "must hold the mesh's 8 devices"},
+      {"mesh['a'=4,'b'=2], device_ids=([2,4]T(0,0)) {'a'}", "T(...) must permute"},
+      {"mesh['a'=4,'b'=2] {'a':(3)2}", "does not fit the axis of size 4"},
+      {"mesh['a'=4,'b'=2] {'a':(1)4}", "does not fit the axis of size 4"},
+      {"mesh['a'=4,'b'=2] {'a':(0)2}", "pre-sizes must be >= 1"},
+      {"mesh['a'=8] {'a':(1)4,'a':(2)2}", "sub-axes of 'a' overlap"},
+      {"mesh['a'=4,'b'=2] {'a','a':(1)2}", "'a' is named more than once"},
+      {"mesh['a'=4,'b'=2] {'c'}", "'c' is not a mesh axis"},
+  };
+  for (const auto& [g, message] : bad) {
+    auto m = hlo::ParseHloText(MeshAllReduce(g));
+    ASSERT_FALSE(m.ok()) << g;
+    EXPECT_NE(m.status().message().find(message), std::string::npos) << g << ": " << m.status();
+  }
+}
+
+// The emulator reduces over the groups the device order gives (before, the
+// order was ignored: device 0 summed devices 0,2,4,6).
+TEST(XlaFormsRun, MeshDeviceIdsGroupTheRightDevices) {
+  auto m = Parse(MeshAllReduce("mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}"));
+  ASSERT_NE(m, nullptr);
+  std::vector<std::vector<Literal>> args(8);
+  for (int d = 0; d < 8; ++d) args[d].push_back(F32({2}, {1.0 * (1 << d), -1.0 * d}));
+  auto r = RunSpmd(*m, args, RunOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outputs.size(), 8u);
+  for (int d = 0; d < 8; ++d) {
+    const int g = d / 4;  // groups {0,1,2,3} and {4,5,6,7}
+    double bits = 0, neg = 0;
+    for (int k = 4 * g; k < 4 * g + 4; ++k) {
+      bits += 1 << k;
+      neg -= k;
+    }
+    ExpectNear(r->outputs[d], F32({2}, {bits, neg}), 0, "device " + std::to_string(d));
+  }
+}
+
 // XLA's dumps elide large constants: `{...}` loads as unknown values, prints
 // and converts back the same way, is analysed for memory, and `run` refuses.
 TEST(XlaFormsParse, ElidedConstantsAreAnalysedButNotRun) {

@@ -222,39 +222,6 @@ absl::StatusOr<RngAlgorithm> ParseRngAlgorithm(absl::string_view s) {
   return EnumFromName<RngAlgorithm>(kRngAlgorithms, s, "rng algorithm");
 }
 
-std::vector<std::vector<int64_t>> MeshReplicaGroups(const std::vector<int64_t>& sizes,
-                                                    const std::vector<int>& selected) {
-  const int rank = static_cast<int>(sizes.size());
-  std::vector<int64_t> strides(rank, 1);
-  for (int i = rank - 2; i >= 0; --i) strides[i] = strides[i + 1] * sizes[i + 1];
-  std::vector<int> others;
-  for (int i = 0; i < rank; ++i) {
-    if (std::find(selected.begin(), selected.end(), i) == selected.end()) others.push_back(i);
-  }
-  // Visits every index over `axes` (row-major) with the device id offset.
-  auto walk = [&](const std::vector<int>& axes, auto&& visit) {
-    std::vector<int64_t> idx(axes.size(), 0);
-    while (true) {
-      int64_t id = 0;
-      for (size_t i = 0; i < axes.size(); ++i) id += idx[i] * strides[axes[i]];
-      visit(id);
-      int k = static_cast<int>(axes.size()) - 1;
-      for (; k >= 0; --k) {
-        if (++idx[k] < sizes[axes[k]]) break;
-        idx[k] = 0;
-      }
-      if (k < 0) return;
-    }
-  };
-  std::vector<std::vector<int64_t>> groups;
-  walk(others, [&](int64_t base) {
-    std::vector<int64_t> group;
-    walk(selected, [&](int64_t id) { group.push_back(base + id); });
-    groups.push_back(std::move(group));
-  });
-  return groups;
-}
-
 std::vector<int64_t> ExpandIotaDevices(const std::vector<int64_t>& reshape_dims,
                                        const std::vector<int64_t>& perm) {
   int64_t total = 1;

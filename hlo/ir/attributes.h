@@ -103,6 +103,16 @@ struct SliceDimension {
   bool operator==(const SliceDimension&) const = default;
 };
 
+// A mesh axis a collective's groups run over: the whole axis, or
+// (pre_size > 0) the sub-axis `'name':(pre_size)size` — the axis reshaped
+// to [pre_size, size, rest], its middle part.
+struct MeshAxisRef {
+  std::string name;
+  int64_t pre_size = 0;
+  int64_t size = 0;
+  bool operator==(const MeshAxisRef&) const = default;
+};
+
 // Device groups of a collective. Either explicit lists, or XLA's iota form
 // `[num_groups,group_size]<=[reshape]T(perm)`, which `groups` also expands.
 struct ReplicaGroups {
@@ -111,18 +121,20 @@ struct ReplicaGroups {
   std::vector<int64_t> iota_reshape_dims;
   std::vector<int64_t> iota_transpose_perm;
   bool iota_form = false;
-  // Mesh form `mesh['a'=4,'b'=2] {'a'}` (devices numbered row-major over
-  // the mesh; one group per index of the unnamed axes), kept for printing.
+  // Mesh form (XLA's MeshAxesReplicaGroupList), kept for printing:
+  // `mesh['a'=4,'b'=2], device_ids=(...) {'a','b':(1)2}`. The device at each
+  // mesh position (row-major) is mesh_device_ids[position], or the position
+  // itself when the list is empty; mesh_device_iota_* keep the `[dims]T(perm)`
+  // spelling of the list when the module used it. One group per index of the
+  // mesh (sub-)axes not named, running over the named ones (hlo/ir/
+  // mesh_replica_groups.h).
   std::vector<std::pair<std::string, int64_t>> mesh_axes;
-  std::vector<std::string> mesh_group_axes;
+  std::vector<int64_t> mesh_device_ids;
+  std::vector<int64_t> mesh_device_iota_reshape;
+  std::vector<int64_t> mesh_device_iota_perm;
+  std::vector<MeshAxisRef> mesh_group_axes;
   bool operator==(const ReplicaGroups&) const = default;
 };
-
-// Groups of the mesh form: devices numbered row-major over a mesh of axis
-// sizes `sizes`; one group per index of the axes not in `selected`, running
-// over the `selected` axes (in that order, the first major).
-std::vector<std::vector<int64_t>> MeshReplicaGroups(const std::vector<int64_t>& sizes,
-                                                    const std::vector<int>& selected);
 
 // Device ids of an iota tile assignment: iota(prod(reshape)), reshaped,
 // transposed by perm, flattened.

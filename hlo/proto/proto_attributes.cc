@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/ir/mesh_replica_groups.h"
 #include "hlo/proto/proto_internal.h"
 #include "hlo/ir/status_macros.h"
 
@@ -217,10 +218,21 @@ absl::Status ReplicaGroupsToProto(const ReplicaGroups& groups,
       axis->set_name(name);
       axis->set_size(size);
     }
-    for (const std::string& name : groups.mesh_group_axes) {
+    if (!groups.mesh_device_iota_reshape.empty()) {
+      auto* iota = mesh->mutable_mesh()->mutable_iota_device_ids();
+      for (int64_t d : groups.mesh_device_iota_reshape) iota->add_reshape_dims(d);
+      for (int64_t p : groups.mesh_device_iota_perm) iota->add_transpose_perm(static_cast<int32_t>(p));
+    } else {
+      for (int64_t id : groups.mesh_device_ids) mesh->mutable_mesh()->add_device_ids(id);
+    }
+    for (const MeshAxisRef& ref : groups.mesh_group_axes) {
       for (size_t i = 0; i < groups.mesh_axes.size(); ++i) {
-        if (groups.mesh_axes[i].first == name) {
-          mesh->add_axes()->set_mesh_axis_index(static_cast<int64_t>(i));
+        if (groups.mesh_axes[i].first != ref.name) continue;
+        xla::AxisRefProto* axis = mesh->add_axes();
+        axis->set_mesh_axis_index(static_cast<int64_t>(i));
+        if (ref.pre_size > 0) {
+          axis->mutable_sub_axis_info()->set_pre_size(ref.pre_size);
+          axis->mutable_sub_axis_info()->set_size(ref.size);
         }
       }
     }
@@ -260,21 +272,60 @@ absl::StatusOr<ReplicaGroups> ReplicaGroupsFromProto(
       mesh.mesh_axes.emplace_back(axis.name(), axis.size());
       sizes.push_back(axis.size());
     }
-    std::vector<int> selected;
-    for (const auto& ref : m.axes()) {
-      if (ref.has_sub_axis_info()) {
-        return absl::UnimplementedError(absl::StrCat(mesh_where, ": sub-axes are not supported"));
+    if (sizes.empty()) return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": no axes"));
+    const auto& ids = m.mesh().device_ids();
+    if (!ids.empty() && m.mesh().has_iota_device_ids()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          mesh_where, ": the mesh has both device_ids and iota_device_ids"));
+    }
+    if (ids.size() > total) {
+      return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": device_ids lists ", ids.size(),
+                                                     " devices for a mesh of ", total));
+    }
+    mesh.mesh_device_ids.assign(ids.begin(), ids.end());
+    if (m.mesh().has_iota_device_ids()) {
+      const auto& iota = m.mesh().iota_device_ids();
+      std::vector<int64_t> reshape(iota.reshape_dims().begin(), iota.reshape_dims().end());
+      std::vector<int64_t> perm(iota.transpose_perm().begin(), iota.transpose_perm().end());
+      int64_t n = 1;
+      for (int64_t d : reshape) {
+        if (d < 1 || n > total / d) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              mesh_where, ": iota_device_ids must hold the mesh's ", total, " devices"));
+        }
+        n *= d;
       }
+      if (n != total || (!perm.empty() && !IsPermutation(perm, static_cast<int64_t>(reshape.size())))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            mesh_where, ": iota_device_ids must hold the mesh's ", total,
+            " devices (a transpose_perm permuting its reshape_dims)"));
+      }
+      mesh.mesh_device_iota_reshape = reshape;
+      mesh.mesh_device_iota_perm = perm;
+      mesh.mesh_device_ids = ExpandIotaDevices(reshape, perm);
+    }
+    for (const auto& ref : m.axes()) {
       const int64_t i = ref.mesh_axis_index();
-      if (i < 0 || i >= static_cast<int64_t>(sizes.size()) ||
-          std::count(selected.begin(), selected.end(), static_cast<int>(i))) {
+      if (i < 0 || i >= static_cast<int64_t>(sizes.size())) {
         return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": bad axis index ", i));
       }
-      selected.push_back(static_cast<int>(i));
-      mesh.mesh_group_axes.push_back(mesh.mesh_axes[i].first);
+      MeshAxisRef axis;
+      axis.name = mesh.mesh_axes[i].first;
+      if (ref.has_sub_axis_info()) {
+        axis.pre_size = ref.sub_axis_info().pre_size();
+        axis.size = ref.sub_axis_info().size();
+        if (axis.pre_size < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": sub-axis pre_size ",
+                                                         axis.pre_size, " (must be >= 1)"));
+        }
+      }
+      mesh.mesh_group_axes.push_back(axis);
     }
-    if (sizes.empty()) return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": no axes"));
-    mesh.groups = MeshReplicaGroups(sizes, selected);
+    absl::StatusOr<std::vector<std::vector<int64_t>>> expanded = MeshAxesGroups(mesh);
+    if (!expanded.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(mesh_where, ": ", expanded.status().message()));
+    }
+    mesh.groups = *std::move(expanded);
     if (!result.groups.empty() && result.groups != mesh.groups) return result;
     return mesh;
   }

@@ -181,8 +181,10 @@ absl::Status Exporter::ExportComputation(const HloComputation& comp,
         return absl::StrCat(Where(comp, i), " (through operands and control predecessors)");
       }));
   for (const HloInstruction* i : order) instr_ids_[i] = next_instr_id_++;
-  // A scheduled module's order is its schedule (HloScheduleProto).
-  if (module_.is_scheduled()) {
+  // A scheduled module's order is its schedule (HloScheduleProto), which
+  // XLA keeps for every computation but fusion bodies (HloSchedule::Verify
+  // refuses a sequence for one).
+  if (module_.is_scheduled() && !comp.is_fusion_computation()) {
     auto& seq = (*schedule_->mutable_sequences())[comp_ids_.at(&comp)];
     for (const HloInstruction* i : order) seq.add_instruction_ids(instr_ids_.at(i));
   }

@@ -146,8 +146,12 @@ absl::StatusOr<std::vector<SdySharding>> ParseShardings(absl::string_view text) 
       if (!sc.Eat("{")) return absl::InvalidArgumentError("cannot read a dimension sharding");
       std::vector<std::string> axes;
       while (!sc.Eat("}")) {
+        if (sc.Eat("?")) continue;  // an open dimension ({?}, {"x", ?})
         std::string axis;
-        if (!sc.Quoted(&axis)) return absl::InvalidArgumentError("cannot read an axis name");
+        if (!sc.Quoted(&axis)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot read an axis name in '", text, "'"));
+        }
         if (sc.Peek(':')) {
           return absl::UnimplementedError(absl::StrCat("sub-axis of \"", axis, "\""));
         }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "hlo/ir/mesh_replica_groups.h"
 
 namespace tpuoff::hlo {
 

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "hlo/ir/mesh_replica_groups.h"
 #include "hlo/ir/status_macros.h"
 #include "hlo/text/text_parser_impl.h"
 
@@ -245,9 +246,9 @@ absl::Status TextParser::ParseReplicaGroups(ReplicaGroups* groups) {
   return absl::OkStatus();
 }
 
-// mesh['a'=4,'b'=2] {'b'}: devices numbered row-major over the mesh; each
-// group runs over the named axes (in the order named) at one index of the
-// other axes.
+// mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'b','a':(1)2}: XLA's
+// MeshAxesReplicaGroupList (hlo/ir/mesh_replica_groups.h). The device id
+// list is optional, as a list `(0,4,1,...)` or in iota form `([dims]T(perm))`.
 absl::Status TextParser::ParseMeshReplicaGroups(ReplicaGroups* groups) {
   const size_t loc = Loc();
   lexer_.Next();
@@ -272,25 +273,61 @@ absl::Status TextParser::ParseMeshReplicaGroups(ReplicaGroups* groups) {
   if (sizes.empty()) return ErrorAt(loc, "a mesh needs at least one axis");
   const int64_t total = BoundedProduct(sizes, options_.max_devices);
   if (total < 0) return ErrorAt(loc, "too many devices in the mesh");
+  if (At(TokKind::kComma) && lexer_.PeekNext().kind == TokKind::kAttrName &&
+      lexer_.PeekNext().str == "device_ids") {
+    lexer_.Next();
+    lexer_.Next();
+    const size_t ids_loc = Loc();
+    RETURN_IF_ERROR(Expect(TokKind::kLparen, "after device_ids="));
+    if (At(TokKind::kLsquare)) {  // iota form
+      std::vector<int64_t> reshape, perm;
+      RETURN_IF_ERROR(ParseDimList(&reshape, TokKind::kLsquare, TokKind::kRsquare));
+      if (AtIdent("T")) {
+        lexer_.Next();
+        RETURN_IF_ERROR(ParseDimList(&perm, TokKind::kLparen, TokKind::kRparen));
+      }
+      if (BoundedProduct(reshape, options_.max_devices) != total) {
+        return ErrorAt(ids_loc, absl::StrCat("device_ids: the iota dimensions must hold the mesh's ",
+                                             total, " devices"));
+      }
+      if (!perm.empty() && !IsPermutation(perm, reshape.size())) {
+        return ErrorAt(ids_loc, "device_ids: T(...) must permute the iota dimensions");
+      }
+      groups->mesh_device_iota_reshape = reshape;
+      groups->mesh_device_iota_perm = perm;
+      groups->mesh_device_ids = ExpandIotaDevices(reshape, perm);
+    } else {
+      while (!At(TokKind::kRparen)) {
+        int64_t id = 0;
+        RETURN_IF_ERROR(ParseInt64(&id));
+        if (static_cast<int64_t>(groups->mesh_device_ids.size()) >= total) {
+          return ErrorAt(ids_loc, absl::StrCat("device_ids lists more than the mesh's ", total,
+                                               " devices"));
+        }
+        groups->mesh_device_ids.push_back(id);
+        if (!Eat(TokKind::kComma)) break;
+      }
+    }
+    RETURN_IF_ERROR(Expect(TokKind::kRparen, "to end device_ids"));
+  }
   RETURN_IF_ERROR(Expect(TokKind::kLbrace, "before the grouped mesh axes"));
-  std::vector<int> selected;
   while (!At(TokKind::kRbrace)) {
-    std::string name;
-    const size_t name_loc = Loc();
-    RETURN_IF_ERROR(ParseString(&name));
-    int found = -1;
-    for (size_t i = 0; i < groups->mesh_axes.size(); ++i) {
-      if (groups->mesh_axes[i].first == name) found = static_cast<int>(i);
+    MeshAxisRef ref;
+    RETURN_IF_ERROR(ParseString(&ref.name));
+    if (Eat(TokKind::kColon)) {  // a sub-axis: 'name':(pre_size)size
+      RETURN_IF_ERROR(Expect(TokKind::kLparen, "before a sub-axis pre-size"));
+      RETURN_IF_ERROR(ParseInt64(&ref.pre_size));
+      RETURN_IF_ERROR(Expect(TokKind::kRparen, "after a sub-axis pre-size"));
+      RETURN_IF_ERROR(ParseInt64(&ref.size));
+      if (ref.pre_size < 1) return ErrorAt(loc, "sub-axis pre-sizes must be >= 1");
     }
-    if (found < 0 || std::count(selected.begin(), selected.end(), found)) {
-      return ErrorAt(name_loc, absl::StrCat("'", name, "' is not a mesh axis or is repeated"));
-    }
-    selected.push_back(found);
-    groups->mesh_group_axes.push_back(name);
+    groups->mesh_group_axes.push_back(ref);
     if (!Eat(TokKind::kComma)) break;
   }
   RETURN_IF_ERROR(Expect(TokKind::kRbrace, "to end the grouped mesh axes"));
-  groups->groups = MeshReplicaGroups(sizes, selected);
+  absl::StatusOr<std::vector<std::vector<int64_t>>> expanded = MeshAxesGroups(*groups);
+  if (!expanded.ok()) return ErrorAt(loc, absl::StrCat("replica_groups: ", expanded.status().message()));
+  groups->groups = *std::move(expanded);
   return absl::OkStatus();
 }
 

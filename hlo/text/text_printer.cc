@@ -208,8 +208,23 @@ std::string ReplicaGroupsString(const ReplicaGroups& g) {
   if (!g.mesh_axes.empty()) {
     std::vector<std::string> axes, selected;
     for (const auto& [name, size] : g.mesh_axes) axes.push_back(absl::StrCat("'", name, "'=", size));
-    for (const std::string& name : g.mesh_group_axes) selected.push_back(absl::StrCat("'", name, "'"));
-    return absl::StrCat("mesh[", absl::StrJoin(axes, ","), "] {", absl::StrJoin(selected, ","), "}");
+    for (const MeshAxisRef& ref : g.mesh_group_axes) {
+      selected.push_back(ref.pre_size > 0
+                             ? absl::StrCat("'", ref.name, "':(", ref.pre_size, ")", ref.size)
+                             : absl::StrCat("'", ref.name, "'"));
+    }
+    std::string ids;
+    if (!g.mesh_device_iota_reshape.empty()) {
+      ids = absl::StrCat(", device_ids=([", absl::StrJoin(g.mesh_device_iota_reshape, ","), "]");
+      if (!g.mesh_device_iota_perm.empty()) {
+        absl::StrAppend(&ids, "T(", absl::StrJoin(g.mesh_device_iota_perm, ","), ")");
+      }
+      absl::StrAppend(&ids, ")");
+    } else if (!g.mesh_device_ids.empty()) {
+      ids = absl::StrCat(", device_ids=(", absl::StrJoin(g.mesh_device_ids, ","), ")");
+    }
+    return absl::StrCat("mesh[", absl::StrJoin(axes, ","), "]", ids, " {",
+                        absl::StrJoin(selected, ","), "}");
   }
   if (g.iota_form && !g.groups.empty()) {
     std::vector<int64_t> flat;

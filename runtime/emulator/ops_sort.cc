@@ -267,7 +267,7 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
   const bool split = outer > 0 && first.size <= first.stride && first.padding_low == 0 &&
                      first.base_dilation == 1 && first.window_dilation == 1;
   const int64_t per_index = sshape.num_elements() / std::max<int64_t>(1, sshape.dimensions(0));
-  const int threads = split && sshape.num_elements() * (tables[0].offsets.size() + 1) >= (int64_t{1} << 15)
+  const int threads = split && sshape.num_elements() * (tables[0].total + 1) >= (int64_t{1} << 15)
                           ? num_threads : 1;
   ParallelFor(threads, split ? sshape.dimensions(0) : 1, [&](int64_t lo, int64_t hi) {
     const int64_t s_begin = split ? lo * per_index : 0;
@@ -284,13 +284,15 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
       // dimension fastest), as NextWindowOffset walks them.
       bool empty = false;
       for (int64_t d = 0; d < outer; ++d) {
-        at[d] = tables[d].begin[sidx[d]];
-        empty |= at[d] == tables[d].begin[sidx[d] + 1];
+        at[d] = 0;
+        empty |= tables[d].count[sidx[d]] == 0;
       }
       if (!empty) {
         for (bool any = false, more = true; more; any = true) {
           int64_t flat = 0;
-          for (int64_t d = 0; d < outer; ++d) flat += tables[d].offsets[at[d]];
+          for (int64_t d = 0; d < outer; ++d) {
+            flat += tables[d].first[sidx[d]] + at[d] * tables[d].step;
+          }
           if (rows) {
             const float* x = op + flat;
             for (int64_t c = 0; c < row; ++c) {
@@ -304,11 +306,11 @@ void SelectAndScatterF32(const HloInstruction& instr, const float* op, const flo
           }
           more = false;
           for (int64_t d = outer - 1; d >= 0; --d) {
-            if (++at[d] < tables[d].begin[sidx[d] + 1]) {
+            if (++at[d] < tables[d].count[sidx[d]]) {
               more = true;
               break;
             }
-            at[d] = tables[d].begin[sidx[d]];
+            at[d] = 0;
           }
         }
         for (int64_t c = 0; c < row; ++c) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -72,14 +73,32 @@ bool OutputWindow(int64_t o, const Shape& out_shape, const Shape& in_shape,
 WindowTable BuildWindowTable(const WindowDimension& w, int64_t base, int64_t out_dim,
                              int64_t stride) {
   WindowTable t;
-  std::vector<int64_t> coords;
-  t.begin.reserve(static_cast<size_t>(out_dim) + 1);
+  t.first.assign(static_cast<size_t>(out_dim), 0);
+  t.count.assign(static_cast<size_t>(out_dim), 0);
+  const int64_t wd = w.window_dilation, bd = w.base_dilation;
+  // Window offsets kk land on a base element every `period` offsets, and
+  // then move `coord_step` base elements.
+  const int64_t period = bd / std::gcd(wd, bd);
+  const int64_t coord_step = period * wd / bd;
+  t.step = (w.window_reversal ? -coord_step : coord_step) * stride;
+  if (base == 0) return t;
+  const int64_t last = (base - 1) * bd;
   for (int64_t o = 0; o < out_dim; ++o) {
-    t.begin.push_back(static_cast<int64_t>(t.offsets.size()));
-    WindowCoordinates(w, base, o, &coords);
-    for (int64_t c : coords) t.offsets.push_back(c * stride);
+    // As WindowCoordinates: position of window offset kk is first + kk * wd.
+    const int64_t first = o * w.stride - w.padding_low;
+    if (last < first) continue;
+    const int64_t lo = first >= 0 ? 0 : (-first + wd - 1) / wd;
+    const int64_t hi = std::min(w.size - 1, (last - first) / wd);
+    int64_t kk0 = lo;
+    while (kk0 <= hi && kk0 < lo + period && (first + kk0 * wd) % bd != 0) ++kk0;
+    if (kk0 > hi || (first + kk0 * wd) % bd != 0) continue;
+    const int64_t n = (hi - kk0) / period + 1;
+    int64_t c = (first + kk0 * wd) / bd;
+    if (w.window_reversal) c += (n - 1) * coord_step;
+    t.first[o] = c * stride;
+    t.count[o] = n;
+    t.total += n;
   }
-  t.begin.push_back(static_cast<int64_t>(t.offsets.size()));
   return t;
 }
 
@@ -133,12 +152,14 @@ void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_sh
       std::fill(acc, acc + row, init);
       bool empty = false;
       for (int64_t d = 0; d < outer; ++d) {
-        at[d] = tables[d].begin[idx[d]];
-        empty |= at[d] == tables[d].begin[idx[d] + 1];
+        at[d] = 0;
+        empty |= tables[d].count[idx[d]] == 0;
       }
       while (!empty) {
         int64_t offset = 0;
-        for (int64_t d = 0; d < outer; ++d) offset += tables[d].offsets[at[d]];
+        for (int64_t d = 0; d < outer; ++d) {
+          offset += tables[d].first[idx[d]] + at[d] * tables[d].step;
+        }
         if (rows) {
           const float* x = in + offset;
           for (int64_t c = 0; c < row; ++c) acc[c] = Op::template Apply<float>(acc[c], x[c]);
@@ -147,8 +168,8 @@ void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_sh
         }
         int64_t d = outer - 1;
         for (; d >= 0; --d) {
-          if (++at[d] < tables[d].begin[idx[d] + 1]) break;
-          at[d] = tables[d].begin[idx[d]];
+          if (++at[d] < tables[d].count[idx[d]]) break;
+          at[d] = 0;
         }
         if (d < 0) break;
       }
@@ -206,25 +227,42 @@ absl::Status ReduceWindowKernel(const HloInstruction& instr,
   }
   const int threads =
       out_count * window_count >= kMinParallelWork ? std::max(1, num_threads) : 1;
-  if (combine != nullptr && types[0] == PrimitiveType::kF32) {
+  // bf16 and f16 windows fold in f32 and round once at the end, as XLA:CPU
+  // computes them (its float normalization runs the reduce-window in f32):
+  // a bf16 cumulative sum of 600 ones is 600, where rounding every step
+  // would stop at 256.
+  const bool half = types[0] == PrimitiveType::kBF16 || types[0] == PrimitiveType::kF16;
+  if (combine != nullptr && (types[0] == PrimitiveType::kF32 || half)) {
     float init;
-    std::memcpy(&init, inits[0], sizeof(init));
+    std::memcpy(&init, init_values[0].bytes, sizeof(init));  // compute representation
+    std::vector<float> in_f32, out_f32;
     const float* in = static_cast<const float*>(inputs[0]);
     float* out = static_cast<float*>(outs[0]);
+    if (half) {
+      in_f32.resize(static_cast<size_t>(in_shape.num_elements()));
+      loads[0](inputs[0], 1, in_f32.data(), in_shape.num_elements());
+      out_f32.resize(static_cast<size_t>(out_count));
+      in = in_f32.data();
+      out = out_f32.data();
+    }
+    auto finish = [&]() {
+      if (half) GetStoreKernel(types[0])(out_f32.data(), outs[0], out_count);
+      return absl::OkStatus();
+    };
     using namespace elementwise;  // NOLINT: the op structs
     switch (*hlo::MatchReducer(instr.to_apply())) {
       case hlo::HloOpcode::kAdd:
         ReduceWindowF32<AddOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
-        return absl::OkStatus();
+        return finish();
       case hlo::HloOpcode::kMultiply:
         ReduceWindowF32<MulOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
-        return absl::OkStatus();
+        return finish();
       case hlo::HloOpcode::kMaximum:
         ReduceWindowF32<MaxOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
-        return absl::OkStatus();
+        return finish();
       case hlo::HloOpcode::kMinimum:
         ReduceWindowF32<MinOp>(in, init, out, in_shape, out_shape, window, in_strides, threads);
-        return absl::OkStatus();
+        return finish();
       default:
         break;  // the generic loop below
     }

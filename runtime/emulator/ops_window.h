@@ -17,11 +17,18 @@ namespace tpuoff::runtime {
 // flat offsets (coordinate * the dimension's stride) in window order:
 // offsets[begin[o] .. begin[o + 1]) for output position o. Padding and
 // base-dilation holes are left out, as in XLA.
+// Output position o of one dimension reads count[o] inputs at the flat
+// offsets first[o] + j * step, j = 0, 1, ... (window order; the inputs a
+// window reads always form such a progression, padding and dilation holes
+// left out), so a table is O(out_dim) whatever the window size (a cumsum
+// over a 151936-long axis is a window of that size per output position).
 struct WindowTable {
-  std::vector<int64_t> begin, offsets;
+  std::vector<int64_t> first, count;
+  int64_t step = 0;
+  int64_t total = 0;  // sum of count
 };
 // The table of window `w` over `base` input elements and `out_dim` output
-// positions (out_dim * w.size entries at most).
+// positions; `stride` is the dimension's flat input stride.
 WindowTable BuildWindowTable(const hlo::WindowDimension& w, int64_t base, int64_t out_dim,
                              int64_t stride);
 // A dimension whose window reads exactly its own output position.

@@ -56,13 +56,17 @@ void Manualize(xla::HloModuleProto& m) {
 
 absl::StatusOr<std::string> PjrtProgramBytes(const hlo::HloModule& module) {
   ASSIGN_OR_RETURN(std::string bytes, hlo::ModuleToProtoBytes(module));
-  if (module.num_partitions() <= 1) return bytes;
+  if (module.num_partitions() <= 1 && !module.is_scheduled()) return bytes;
   xla::HloModuleProto proto;
   if (!proto.ParseFromString(bytes)) {
     return absl::InternalError(
         absl::StrCat("module ", module.name(), ": its own HloModuleProto does not parse"));
   }
-  Manualize(proto);
+  // XLA:CPU refuses the schedule of a module it optimised once already
+  // (its pipeline's first verifier counts one more sequence than the
+  // computations it keeps): the plugin schedules the program itself.
+  proto.clear_schedule();
+  if (module.num_partitions() > 1) Manualize(proto);
   std::string out;
   if (!proto.SerializeToString(&out)) {
     return absl::InternalError(absl::StrCat("module ", module.name(), ": cannot serialize"));

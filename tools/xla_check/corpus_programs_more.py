@@ -120,9 +120,46 @@ def smap_2d(x, w):
     return f(x, w)
 
 
+def _mesh24(permuted=False):
+    """A 2x4 mesh ('a', 'b'); permuted: the devices in another order."""
+    devices = np.array(jax.devices()[:8])
+    if permuted:
+        devices = devices[[3, 0, 6, 1, 7, 2, 5, 4]]
+    return jax.sharding.Mesh(devices.reshape(2, 4), ("a", "b"),
+                             axis_types=(AxisType.Auto,) * 2)
+
+
+def _mesh222():
+    return jax.make_mesh((2, 2, 2), ("p", "q", "r"), axis_types=(AxisType.Auto,) * 3)
+
+
+# Collectives over some axes of 2-D and 3-D meshes: XLA:CPU's optimised
+# modules write their replica groups as mesh axes with a device order
+# (`mesh[...], device_ids=(...) {'b'}`) and sub-axes (`{'a':(2)2}`).
+def mesh_reduce_second_axis(x):
+    return x.sum(0), x.max(0), x * 2
+
+
+def mesh_matmul_reduce_scatter(x, w):
+    return x @ w
+
+
+def mesh_relayout(x):
+    return x + 1.0
+
+
+def mesh_merge_axes(x):
+    return x.reshape(32, 3) + 1
+
+
+def mesh3d_sums(x, y):
+    return x.sum(0), x.sum(1), y.sum(0), y * 3
+
+
 def programs(Case, normal, rng, mlp_helpers):
     bf = ml_dtypes.bfloat16
     m1, m2 = _mesh1(), _mesh2()
+    m24, mp24, m222 = _mesh24(), _mesh24(permuted=True), _mesh222()
     ns = lambda m, *spec: NamedSharding(m, P(*spec))  # noqa: E731
     tb = mlp_helpers["transformer_block"]
     return [
@@ -173,6 +210,31 @@ def programs(Case, normal, rng, mlp_helpers):
         Case("smap_collectives", smap_collectives,
              lambda: (normal(82, 16, 4), normal(83, 64, 3)),
              jit_kwargs={"in_shardings": (ns(m1, "x"), ns(m1, "x"))}, sharded=True),
+        Case("mesh_reduce_second_axis", mesh_reduce_second_axis, lambda: (normal(91, 8, 4),),
+             jit_kwargs={"in_shardings": (ns(m24, "b"),),
+                         "out_shardings": (ns(m24), ns(m24), ns(m24, "b"))},
+             sharded=True, rtol=1e-5, atol=1e-5),
+        Case("mesh_permuted_devices", mesh_reduce_second_axis, lambda: (normal(92, 8, 4),),
+             jit_kwargs={"in_shardings": (ns(mp24, "b"),),
+                         "out_shardings": (ns(mp24), ns(mp24), ns(mp24, "b"))},
+             sharded=True, rtol=1e-5, atol=1e-5),
+        Case("mesh_reduce_scatter", mesh_matmul_reduce_scatter,
+             lambda: (normal(93, 8, 16), normal(94, 16, 8)),
+             jit_kwargs={"in_shardings": (ns(m24, None, "b"), ns(m24, "b", None)),
+                         "out_shardings": ns(m24, None, "b")},
+             sharded=True, rtol=1e-5, atol=1e-5),
+        Case("mesh_all_to_all", mesh_relayout, lambda: (normal(95, 8, 8),),
+             jit_kwargs={"in_shardings": (ns(m24, "b", None),),
+                         "out_shardings": ns(m24, None, "b")}, sharded=True),
+        Case("mesh_swap_axes", mesh_relayout, lambda: (normal(96, 8, 8),),
+             jit_kwargs={"in_shardings": (ns(m24, "a", "b"),),
+                         "out_shardings": ns(m24, "b", "a")}, sharded=True),
+        Case("mesh_merge_axes", mesh_merge_axes, lambda: (normal(97, 4, 8, 3),),
+             jit_kwargs={"in_shardings": (ns(m24, "a", "b"),),
+                         "out_shardings": ns(m24, ("a", "b"))}, sharded=True),
+        Case("mesh3d_sums", mesh3d_sums, lambda: (normal(98, 4, 6), normal(99, 8, 3)),
+             jit_kwargs={"in_shardings": (ns(m222, "q"), ns(m222, ("r", "p")))},
+             sharded=True, rtol=1e-5, atol=1e-5),
         Case("smap_2d", smap_2d, lambda: (normal(84, 8, 6), normal(85, 6, 5)),
              jit_kwargs={"in_shardings": (ns(m2, "data", "model"), ns(m2, "model", None))},
              sharded=True, rtol=1e-5, atol=1e-5),
