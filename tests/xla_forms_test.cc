@@ -167,6 +167,63 @@ TEST(XlaFormsRun, MeshDeviceIdsGroupTheRightDevices) {
   }
 }
 
+// Forms found by a sweep of what jax 0.10.2 writes: `map` (XLA:CPU's
+// optimised bf16 scans), a psum reducer wrapped in a Sharding annotation
+// (partial-manual shard_map), jax.debug.print's `()` result with a
+// one-element tuple sharding, and StableHLO text given by mistake.
+TEST(XlaFormsRun, MapAppliesItsComputationPerElement) {
+  auto m = Parse(R"(HloModule m
+f { a = f32[] parameter(0) b = f32[] parameter(1) p = f32[] multiply(a, b)
+    one = f32[] constant(1) ROOT r = f32[] add(p, one) }
+g { a = bf16[] parameter(0) ROOT r = bf16[] add(a, a) }
+ENTRY e { x = f32[2,3] parameter(0) y = f32[2,3] parameter(1) h = bf16[3] parameter(2)
+  m1 = f32[2,3] map(x, y), dimensions={0,1}, to_apply=f
+  m2 = bf16[3] map(h), dimensions={0}, to_apply=g
+  ROOT t = (f32[2,3], bf16[3]) tuple(m1, m2) })");
+  ASSERT_NE(m, nullptr);
+  std::vector<Literal> got = RunOk(*m, {F32({2, 3}, {1, 2, 3, 4, 5, 6}),
+                                        F32({2, 3}, {-1, 0.5, 2, 0, 3, -2}),
+                                        BF16({3}, {1.5, -3, 100})});
+  ASSERT_EQ(got.size(), 2u);
+  ExpectNear(got[0], F32({2, 3}, {0, 2, 7, 1, 16, -11}), 0, "map f32");
+  ExpectNear(got[1], BF16({3}, {3, -6, 200}), 0, "map bf16");
+}
+
+TEST(XlaFormsRun, CollectiveReducerLooksThroughShardingAnnotations) {
+  auto m = Parse(R"(HloModule m, num_partitions=4
+r { a = f32[] parameter(0) b = f32[] parameter(1) s = f32[] add(a, b)
+    ROOT c = f32[] custom-call(s), custom_call_target="Sharding", sharding={replicated} }
+ENTRY e { x = f32[2] parameter(0)
+  ROOT ar = f32[2] all-reduce(x), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=r })");
+  ASSERT_NE(m, nullptr);
+  std::vector<std::vector<Literal>> args(4);
+  for (int d = 0; d < 4; ++d) args[d].push_back(F32({2}, {1.0 + d, 10.0 * d}));
+  auto r = RunSpmd(*m, args, RunOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int d = 0; d < 4; ++d) ExpectNear(r->outputs[d], F32({2}, {10, 60}), 0, "all-reduce");
+}
+
+TEST(XlaFormsParse, EmptyTupleTakesOneShardingAndMlirTextIsNamed) {
+  const std::string text = R"(HloModule m
+ENTRY e { x = f32[2] parameter(0)
+  cb = () custom-call(x), custom_call_target="xla_ffi_python_cpu_callback", custom_call_has_side_effect=true, sharding=SHARDING
+  ROOT y = f32[2] add(x, x) })";
+  auto with = [&](const std::string& sharding) {
+    std::string t = text;
+    t.replace(t.find("SHARDING"), 8, sharding);
+    return hlo::ParseHloText(t);
+  };
+  EXPECT_TRUE(with("{{maximal device=0}}").ok()) << with("{{maximal device=0}}").status();
+  auto two = with("{{maximal device=0}, {maximal device=0}}");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("tuple sharding has 2 elements for shape ()"),
+            std::string::npos) << two.status();
+  auto mlir = hlo::ParseHloText("module @jit_f attributes {} {\n  func.func public @main() {}\n}\n");
+  ASSERT_FALSE(mlir.ok());
+  EXPECT_NE(mlir.status().message().find("StableHLO"), std::string::npos) << mlir.status();
+  EXPECT_NE(mlir.status().message().find("dialect=\"hlo\""), std::string::npos) << mlir.status();
+}
+
 // XLA's dumps elide large constants: `{...}` loads as unknown values, prints
 // and converts back the same way, is analysed for memory, and `run` refuses.
 TEST(XlaFormsParse, ElidedConstantsAreAnalysedButNotRun) {

@@ -190,12 +190,18 @@ bool IsLoopFusible(const HloInstruction& instr) {
 
 std::optional<HloOpcode> MatchReducer(const HloComputation* reducer) {
   if (reducer == nullptr || reducer->num_parameters() != 2) return std::nullopt;
-  const HloInstruction* root = reducer->root();
+  // Annotations around the values (jax's `Sharding` custom-calls inside a
+  // partial-manual shard_map's psum reducer) change nothing.
+  auto through = [](const HloInstruction* x) {
+    while (x != nullptr && IsPassThrough(*x)) x = x->operand(0);
+    return x;
+  };
+  const HloInstruction* root = through(reducer->root());
   if (root == nullptr || root->operand_count() != 2 || !root->shape().IsArray()) {
     return std::nullopt;
   }
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
+  const HloInstruction* a = through(root->operand(0));
+  const HloInstruction* b = through(root->operand(1));
   if (a->opcode() != HloOpcode::kParameter ||
       b->opcode() != HloOpcode::kParameter || a == b) {
     return std::nullopt;

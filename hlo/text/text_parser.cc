@@ -59,7 +59,15 @@ absl::StatusOr<std::unique_ptr<HloModule>> TextParser::Run() {
 }
 
 absl::Status TextParser::ParseModule() {
-  if (!AtIdent("HloModule")) return TokenError("expected 'HloModule'");
+  if (!AtIdent("HloModule")) {
+    if (AtIdent("module") || AtIdent("func") || AtIdent("func.func")) {
+      return TokenError(
+          "expected 'HloModule': this looks like MLIR (StableHLO) text, e.g. jax's "
+          "lowered.as_text(); give tpuoff HLO: lowered.as_text(dialect=\"hlo\"), or the "
+          "binary lowered.compiler_ir(\"hlo\").as_serialized_hlo_module_proto()");
+    }
+    return TokenError("expected 'HloModule'");
+  }
   lexer_.Next();
   size_t loc;
   if (At(TokKind::kColonName)) {  // `HloModule name:` as some XLA dumps write it

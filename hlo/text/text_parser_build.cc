@@ -1,6 +1,7 @@
 // Build phase of the text parser: resolves computation and instruction names,
 // puts callees before callers and operands before users, infers omitted
 // shapes and creates the IR.
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -217,8 +218,10 @@ absl::Status ComputationBuilder::CheckSharding(const ParsedInstruction& pi,
   if (!pi.sharding.has_value()) return absl::OkStatus();
   const HloSharding& s = *pi.sharding;
   if (s.type == HloSharding::Type::kTuple) {
-    if (!shape.IsTuple() ||
-        static_cast<int64_t>(s.tuple_shardings.size()) != LeafCount(shape)) {
+    // XLA's rule (HloSharding::RequiredLeaves): one element per leaf, and
+    // one for a tuple without leaves (jax.debug.print's `()` results).
+    if (!shape.IsTuple() || static_cast<int64_t>(s.tuple_shardings.size()) !=
+                                std::max<int64_t>(1, LeafCount(shape))) {
       return parser_.ErrorAt(pi.name_loc,
                              absl::StrCat("tuple sharding has ", s.tuple_shardings.size(),
                                           " elements for shape ", shape.ToString()));

@@ -8,6 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/ir/float16.h"
+#include "hlo/ir/status_macros.h"
+#include "runtime/cpu/elementwise_kernels.h"
+#include "runtime/emulator/ops.h"
 #include "runtime/emulator/ops_lapack.h"
 
 namespace tpuoff::runtime {
@@ -78,6 +81,43 @@ absl::Status ReducePrecisionKernel(const HloInstruction& instr, const void* in, 
   return absl::OkStatus();
 }
 
+// map: out[i] = to_apply(in_0[i], ..., in_k-1[i]) for every element, the
+// computation run by the scalar evaluator (XLA:CPU's optimised modules use
+// it, e.g. in a bf16 cumulative sum's scan).
+absl::Status MapKernel(const HloInstruction& instr, const std::vector<const void*>& in,
+                       void* out) {
+  if (!instr.shape().IsArray() || instr.called_computations().size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("map %", instr.name(),
+                                                   ": needs an array result and one computation"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ScalarEvaluator> ev,
+                   ScalarEvaluator::Create(instr.called_computations()[0]));
+  if (ev->num_results() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("map %", instr.name(),
+                                                   ": its computation must return one scalar"));
+  }
+  const int64_t k = instr.operand_count();
+  std::vector<LoadKernel> loads(k);
+  std::vector<int> widths(k);
+  for (int64_t j = 0; j < k; ++j) {
+    loads[j] = GetLoadKernel(instr.operand(j)->shape().element_type());
+    widths[j] = hlo::ByteWidth(instr.operand(j)->shape().element_type());
+  }
+  const PrimitiveType rt = instr.shape().element_type();
+  const StoreKernel store = GetStoreKernel(rt);
+  const int out_width = hlo::ByteWidth(rt);
+  std::vector<ScalarValue> args(k);
+  ScalarValue result;
+  for (int64_t i = 0, n = instr.shape().num_elements(); i < n; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      loads[j](static_cast<const uint8_t*>(in[j]) + i * widths[j], 1, args[j].bytes, 1);
+    }
+    ev->Eval(args, &result);
+    store(result.bytes, static_cast<uint8_t*>(out) + i * out_width, 1);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const void*>& in,
@@ -105,6 +145,8 @@ absl::Status ExecuteExtraOp(const HloInstruction& instr, const std::vector<const
       return BatchNormKernel(instr, in, out);
     case HloOpcode::kRngBitGenerator:
       return RngBitGeneratorKernel(instr, in[0], out[0], out[1]);
+    case HloOpcode::kMap:
+      return MapKernel(instr, in, out[0]);
     case HloOpcode::kGetDimensionSize: {
       // Static shapes only: the size is the dimension's.
       const int64_t d = instr.operand(0)->shape().dimensions(instr.attrs().dimensions[0]);

@@ -156,6 +156,26 @@ def mesh3d_sums(x, y):
     return x.sum(0), x.sum(1), y.sum(0), y * 3
 
 
+def smap_partial_manual(x):
+    """shard_map manual over 'b' only ('a' stays automatic): Shardy's open
+    dimensions ({?}) and a psum whose reducer carries Sharding annotations."""
+    def body(a):
+        return lax.psum(a * 2, "b") + 1
+    f = jax.shard_map(body, mesh=_mesh24(), in_specs=P(None, "b"), out_specs=P(),
+                      axis_names={"b"})
+    return f(x)
+
+
+def bf16_cumulative(x, y):
+    """jnp.cumsum / cummax of bf16: a window as long as the axis (XLA:CPU's
+    optimised form scans with `map`). tpuoff folds in f32 and rounds once
+    (the correctly rounded prefix sums); XLA's scan rounds to bf16 on the way
+    (measured: up to 0.44 from the exact sums of values up to 60, hence
+    atol 0.5); rounding every step instead ends the first sum at 512, not
+    ~1000."""
+    return jnp.cumsum(x), lax.cummax(x), jnp.cumsum(y, axis=1)
+
+
 def programs(Case, normal, rng, mlp_helpers):
     bf = ml_dtypes.bfloat16
     m1, m2 = _mesh1(), _mesh2()
@@ -184,6 +204,9 @@ def programs(Case, normal, rng, mlp_helpers):
              lambda: (normal(62, 6, dtype=np.float64), normal(63, 6, dtype=np.float64),
                       (normal(88, 4) + 1j * normal(89, 4)).astype(np.complex64)),
              rtol=1e-12, atol=1e-12, x64=True),
+        Case("bf16_cumulative", bf16_cumulative,
+             lambda: ((1 + 0.5 * np.sin(np.arange(1000))).astype(bf),
+                      normal(101, 3, 700).astype(bf)), rtol=1e-2, atol=0.5),
         Case("large_constant", large_constant, lambda: (normal(90, 8, 12),)),
         Case("special_fns", special_fns,
              lambda: (normal(64, 12), rng(65).integers(-2**31, 2**31 - 1, 12).astype(np.int32)),
@@ -235,6 +258,8 @@ def programs(Case, normal, rng, mlp_helpers):
         Case("mesh3d_sums", mesh3d_sums, lambda: (normal(98, 4, 6), normal(99, 8, 3)),
              jit_kwargs={"in_shardings": (ns(m222, "q"), ns(m222, ("r", "p")))},
              sharded=True, rtol=1e-5, atol=1e-5),
+        Case("mesh_smap_partial_manual", smap_partial_manual, lambda: (normal(100, 4, 8),),
+             jit_kwargs={"in_shardings": (ns(m24, "a", "b"),)}, sharded=True, rtol=1e-5, atol=1e-5),
         Case("smap_2d", smap_2d, lambda: (normal(84, 8, 6), normal(85, 6, 5)),
              jit_kwargs={"in_shardings": (ns(m2, "data", "model"), ns(m2, "model", None))},
              sharded=True, rtol=1e-5, atol=1e-5),
