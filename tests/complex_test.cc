@@ -217,6 +217,43 @@ ENTRY e { x = c64[2,3] parameter(0) y = c64[3,2] parameter(1)
   }
 }
 
+// Reducers and comparators that take complex values apart, as jnp.max and
+// jnp.sort of complex arrays lower: the lexicographic (real, imaginary)
+// maximum, |z| summed, and an ascending sort by real then imaginary part.
+TEST(ComplexOps, ReducersAndComparatorsTakePartsApart) {
+  const std::string text = R"(HloModule m
+lexmax { a = c64[] parameter(0) b = c64[] parameter(1)
+  ar = f32[] real(a) br = f32[] real(b) ai = f32[] imag(a) bi = f32[] imag(b)
+  gt = pred[] compare(ar, br), direction=GT  eq = pred[] compare(ar, br), direction=EQ
+  gi = pred[] compare(ai, bi), direction=GE  tie = pred[] and(eq, gi)
+  keep = pred[] or(gt, tie)  ROOT r = c64[] select(keep, a, b) }
+absum { a = c64[] parameter(0) b = c64[] parameter(1)
+  aa = f32[] real(a) bb = f32[] abs(b) s = f32[] add(aa, bb) z = f32[] constant(0)
+  ROOT r = c64[] complex(s, z) }
+less { a = c64[] parameter(0) b = c64[] parameter(1)
+  ar = f32[] real(a) br = f32[] real(b) ai = f32[] imag(a) bi = f32[] imag(b)
+  lt = pred[] compare(ar, br), direction=LT  eq = pred[] compare(ar, br), direction=EQ
+  li = pred[] compare(ai, bi), direction=LT  tie = pred[] and(eq, li)
+  ROOT r = pred[] or(lt, tie) }
+ENTRY e { x = c64[5] parameter(0)
+  lowest = c64[] constant((-inf, -inf))  zero = c64[] constant((0, 0))
+  m = c64[] reduce(x, lowest), dimensions={0}, to_apply=lexmax
+  n = c64[] reduce(x, zero), dimensions={0}, to_apply=absum
+  s = c64[5] sort(x), dimensions={0}, to_apply=less
+  ROOT t = (c64[], c64[], c64[5]) tuple(m, n, s) })";
+  const std::vector<Z> x = {{1, 2}, {3, -1}, {3, 0.5}, {-2, 1}, {0, 4}};
+  for (bool fusion : {true, false}) {
+    auto out = RunText(text, {Complex(PrimitiveType::kC64, {5}, x)}, fusion);
+    ASSERT_EQ(out.size(), 3u);
+    double abs_sum = 0;
+    for (const Z& z : x) abs_sum += std::abs(z);
+    ExpectComplexNear(out[0], PrimitiveType::kC64, {{3, 0.5}}, 0, "lexicographic max");
+    ExpectComplexNear(out[1], PrimitiveType::kC64, {{abs_sum, 0}}, 1e-6, "sum of |z|");
+    ExpectComplexNear(out[2], PrimitiveType::kC64, {{-2, 1}, {0, 4}, {1, 2}, {3, -1}, {3, 0.5}},
+                      0, "sorted");
+  }
+}
+
 TEST(ComplexOps, ShapeRulesRejectWhatXlaRejects) {
   struct Bad {
     const char* text;

@@ -76,6 +76,17 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
       n.kind = Node::Kind::kConst;
       if (!x->has_literal()) return fail(x);
       GetLoadKernel(t)(x->literal().raw(), 0, n.value.bytes, 1);
+    } else if (op == HloOpcode::kReal || op == HloOpcode::kImag ||
+               (op == HloOpcode::kAbs && hlo::IsComplex(x->operand(0)->shape().element_type()))) {
+      // A part of a complex value (jnp.sort / max of complex: comparators
+      // order by real, then imaginary part).
+      n.kind = Node::Kind::kUnary;
+      ASSIGN_OR_RETURN(n.unary,
+                       GetComplexPartKernel(op, x->operand(0)->shape().element_type()));
+    } else if (op == HloOpcode::kComplex) {
+      n.kind = Node::Kind::kBinary;
+      ASSIGN_OR_RETURN(n.binary, GetMakeComplexKernel(x->operand(0)->shape().element_type(),
+                                                      ScalarOperand::kNone));
     } else if (hlo::IsElementwiseUnary(op)) {
       n.kind = Node::Kind::kUnary;
       ASSIGN_OR_RETURN(n.unary, GetUnaryKernel(op, t));
