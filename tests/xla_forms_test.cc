@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 #include "hlo/ir/float16.h"
 #include "hlo/analysis/memory_analysis.h"
@@ -222,6 +223,84 @@ ENTRY e { x = f32[2] parameter(0)
   ASSERT_FALSE(mlir.ok());
   EXPECT_NE(mlir.status().message().find("StableHLO"), std::string::npos) << mlir.status();
   EXPECT_NE(mlir.status().message().find("dialect=\"hlo\""), std::string::npos) << mlir.status();
+}
+
+// Convolutions oneDNN does not take (s8 x s8 -> s32, s32, f64, c64) run a
+// direct loop: checked against oneDNN's f32 convolution of the same
+// integer-valued data (exact in both) over strides, padding, both
+// dilations, reversal, feature and batch groups, 1-D and 2-D.
+TEST(XlaFormsRun, GenericConvolutionsMatchOneDnnOnIntegerData) {
+  struct Conv {
+    std::string lhs, rhs, out, attrs;
+  };
+  const std::vector<Conv> convs = {
+      {"[1,9,4]", "[3,4,6]", "[1,4,6]", "window={size=3 stride=2 pad=1_0}, dim_labels=b0f_0io->b0f"},
+      {"[2,7,4]", "[2,2,6]", "[2,13,6]",
+       "window={size=2 pad=1_1 lhs_dilate=2 rhs_dilate=2}, dim_labels=b0f_0io->b0f, "
+       "feature_group_count=2"},
+      {"[4,5,3]", "[2,3,4]", "[2,4,4]",
+       "window={size=2 rhs_reversal=1}, dim_labels=b0f_0io->b0f, batch_group_count=2"},
+      {"[1,6,5,2]", "[3,2,2,3]", "[1,3,4,3]",
+       "window={size=3x2 stride=2x1 pad=1_1x0_1 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f"},
+      {"[3,1,5,5]", "[4,3,2,2]", "[1,4,5,5]",
+       "window={size=2x2 pad=0_1x1_0 rhs_reversal=1x0}, dim_labels=fb01_oi01->bf01"},
+  };
+  auto values = [](const std::string& dims, int seed) {
+    std::vector<int64_t> d;
+    for (absl::string_view x : absl::StrSplit(dims.substr(1, dims.size() - 2), ',')) {
+      d.push_back(std::stoll(std::string(x)));
+    }
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 7 + seed * 13) % 11) - 5;
+    return std::make_pair(d, v);
+  };
+  for (const Conv& c : convs) {
+    auto [ld, lv] = values(c.lhs, 1);
+    auto [rd, rv] = values(c.rhs, 2);
+    auto text = [&](const std::string& in, const std::string& out) {
+      return "HloModule m\nENTRY e { x = " + in + c.lhs + " parameter(0) w = " + in + c.rhs +
+             " parameter(1)\n  ROOT c = " + out + c.out + " convolution(x, w), " + c.attrs + " }";
+    };
+    auto f32 = Parse(text("f32", "f32"));
+    ASSERT_NE(f32, nullptr) << c.attrs;
+    std::vector<Literal> want = RunOk(*f32, {F32(ld, lv), F32(rd, rv)});
+    ASSERT_EQ(want.size(), 1u);
+    for (const auto& [in, out] : std::vector<std::pair<std::string, std::string>>{
+             {"s8", "s32"}, {"s32", "s32"}, {"f64", "f64"}, {"c64", "c64"}}) {
+      auto m = Parse(text(in, out));
+      ASSERT_NE(m, nullptr) << in << " " << c.attrs;
+      const PrimitiveType it = m->entry()->parameter(0)->shape().element_type();
+      Literal lhs(hlo::Shape(it, ld)), rhs(hlo::Shape(it, rd));
+      for (int64_t i = 0; i < lhs.num_elements(); ++i) {
+        if (it == PrimitiveType::kC64) {
+          lhs.data<float>()[2 * i] = static_cast<float>(lv[i]);
+        } else {
+          lhs.SetFromDouble(i, lv[i]);
+        }
+      }
+      for (int64_t i = 0; i < rhs.num_elements(); ++i) {
+        if (it == PrimitiveType::kC64) {
+          rhs.data<float>()[2 * i] = static_cast<float>(rv[i]);
+        } else {
+          rhs.SetFromDouble(i, rv[i]);
+        }
+      }
+      std::vector<Literal> got = RunOk(*m, {lhs, rhs});
+      ASSERT_EQ(got.size(), 1u);
+      ASSERT_EQ(got[0].num_elements(), want[0].num_elements());
+      for (int64_t i = 0; i < want[0].num_elements(); ++i) {
+        const double g = got[0].shape().element_type() == PrimitiveType::kC64
+                             ? got[0].data<float>()[2 * i]
+                             : got[0].GetAsDouble(i);
+        ASSERT_EQ(g, want[0].GetAsDouble(i)) << in << " " << c.attrs << " [" << i << "]";
+        if (got[0].shape().element_type() == PrimitiveType::kC64) {
+          ASSERT_EQ(got[0].data<float>()[2 * i + 1], 0.0f);
+        }
+      }
+    }
+  }
 }
 
 // XLA's dumps elide large constants: `{...}` loads as unknown values, prints

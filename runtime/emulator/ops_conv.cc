@@ -94,10 +94,8 @@ absl::Status ConvolutionKernel(const HloInstruction& instr, const void* lhs, con
   const auto rt = DnnlType(rs.element_type());
   const auto ot = DnnlType(os.element_type());
   if (!lt || !rt || !ot) {
-    return fail(absl::StrCat("element types ", hlo::PrimitiveTypeName(ls.element_type()), " x ",
-                             hlo::PrimitiveTypeName(rs.element_type()), " -> ",
-                             hlo::PrimitiveTypeName(os.element_type()),
-                             " (only f32, bf16 and f16)"));
+    // Integers, f64 and complex: the direct loop (ops_conv_generic.cc).
+    return GenericConvolutionKernel(instr, lhs, rhs, out);
   }
   if (os.num_elements() == 0) return absl::OkStatus();
   const hlo::ConvolutionDimensionNumbers& dn = instr.attrs().conv;

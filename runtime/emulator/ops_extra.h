@@ -34,6 +34,10 @@ absl::Status SelectAndScatterKernel(const hlo::HloInstruction& instr, const void
                                     int num_threads = 1);
 absl::Status ConvolutionKernel(const hlo::HloInstruction& instr, const void* lhs,
                                const void* rhs, void* out);
+// The element types oneDNN does not take (integers, f64, complex): a direct
+// loop, results in the result type (ops_conv_generic.cc).
+absl::Status GenericConvolutionKernel(const hlo::HloInstruction& instr, const void* lhs,
+                                      const void* rhs, void* out);
 absl::Status FftKernel(const hlo::HloInstruction& instr, const void* in, void* out);
 absl::Status CholeskyKernel(const hlo::HloInstruction& instr, const void* in, void* out);
 absl::Status TriangularSolveKernel(const hlo::HloInstruction& instr, const void* a,

@@ -176,6 +176,19 @@ def bf16_cumulative(x, y):
     return jnp.cumsum(x), lax.cummax(x), jnp.cumsum(y, axis=1)
 
 
+def int8_conv(x, w):
+    """A quantized convolution: s8 x s8 accumulated in s32 (the emulator's
+    direct loop; oneDNN's path takes float types only)."""
+    return lax.conv_general_dilated(x, w, (2,), [(1, 1)], rhs_dilation=(2,),
+                                    dimension_numbers=("NWC", "WIO", "NWC"),
+                                    preferred_element_type=jnp.int32)
+
+
+def f64_conv(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=2,
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 def programs(Case, normal, rng, mlp_helpers):
     bf = ml_dtypes.bfloat16
     m1, m2 = _mesh1(), _mesh2()
@@ -207,6 +220,13 @@ def programs(Case, normal, rng, mlp_helpers):
         Case("bf16_cumulative", bf16_cumulative,
              lambda: ((1 + 0.5 * np.sin(np.arange(1000))).astype(bf),
                       normal(101, 3, 700).astype(bf)), rtol=1e-2, atol=0.5),
+        Case("int8_conv", int8_conv,
+             lambda: (rng(102).integers(-128, 128, (2, 11, 4)).astype(np.int8),
+                      rng(103).integers(-128, 128, (3, 4, 5)).astype(np.int8)), exact=True),
+        Case("f64_conv", f64_conv,
+             lambda: (normal(104, 1, 5, 6, 4, dtype=np.float64),
+                      normal(105, 3, 3, 2, 6, dtype=np.float64)),
+             rtol=1e-12, atol=1e-12, x64=True),
         Case("large_constant", large_constant, lambda: (normal(90, 8, 12),)),
         Case("special_fns", special_fns,
              lambda: (normal(64, 12), rng(65).integers(-2**31, 2**31 - 1, 12).astype(np.int32)),
