@@ -649,5 +649,49 @@ TEST(ReduceWindowRun, CumulativeSumsFoldHalfTypesInF32) {
   }
 }
 
+// Prefix windows (cumsum/cummax along one axis) take a running fold: the
+// same bits as folding every window afresh, which the generic path does
+// (the same reducer followed by a copy is no plain reducer), on random
+// floats, along either axis, with a non-zero init; windows that stop being
+// prefixes, and reversed ones, take the general walk. (bf16's f32 fold:
+// CumulativeSumsFoldHalfTypesInF32.)
+TEST(ReduceWindowRun, PrefixWindowsFoldAsEveryWindowAfresh) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> x(4 * 300);
+  for (double& v : x) v = u(rng);
+  struct Case {
+    std::string type, window, op, init;
+  };
+  const std::vector<Case> cases = {
+      {"f32", "size=1x300 pad=0_0x299_0", "add", "0"},
+      {"f32", "size=4x1 pad=3_0x0_0", "add", "2.5"},
+      {"f32", "size=1x300 pad=0_0x299_0", "maximum", "-inf"},
+      {"f32", "size=1x200 pad=0_0x199_0", "add", "0"},  // prefixes, then sliding windows
+      {"f32", "size=1x300 pad=0_0x299_0 rhs_reversal=0x1", "add", "0"},  // reversed: afresh
+  };
+  for (const Case& c : cases) {
+    const std::string& t = c.type;
+    auto module = [&](bool plain) {
+      return "HloModule m\nr { a = " + t + "[] parameter(0) b = " + t + "[] parameter(1) s = " + t +
+             "[] " + c.op + "(a, b)" + (plain ? "" : " c = " + t + "[] copy(s)") + " }\n" +
+             "ENTRY e { x = " + t + "[4,300] parameter(0) z = " + t + "[] constant(" + c.init +
+             ")\n  ROOT w = " + t + "[4,300] reduce-window(x, z), window={" + c.window +
+             "}, to_apply=r }";
+    };
+    SCOPED_TRACE(module(true));
+    auto fast = Parse(module(true));
+    auto generic = Parse(module(false));
+    ASSERT_NE(fast, nullptr);
+    ASSERT_NE(generic, nullptr);
+    const Literal in = Lit(t == "bf16" ? PrimitiveType::kBF16 : PrimitiveType::kF32, {4, 300}, x);
+    auto a = RunModule(*fast, {in}, RunOptions());
+    auto b = RunModule(*generic, {in}, RunOptions());
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    ExpectNear(a->outputs[0], b->outputs[0], 0, c.window + " " + c.op);
+  }
+}
+
 }  // namespace
 }  // namespace tpuoff::runtime

@@ -121,6 +121,60 @@ constexpr int64_t kMinParallelWork = int64_t{1} << 16;
 // dimension is folded at once, each window position combining a vector of
 // contiguous inputs into the row (every element still sees its window in
 // the same order).
+// Windows along one dimension d that are growing prefixes of each other
+// (jnp.cumsum / cummax: size n, pad=n-1_0; every other dimension trivial):
+// output o's window is output o-1's plus one more element, folded in the
+// same window order, so out[o] = Op(out[o-1], x[next]) gives the same bits
+// as folding each window afresh, in O(n) per line instead of O(n^2).
+template <class Op>
+bool PrefixFold(const float* in, float init, float* out, const Shape& in_shape,
+                const Shape& out_shape, const std::vector<WindowDimension>& window,
+                const std::vector<WindowTable>& tables, int threads) {
+  const int64_t rank = in_shape.rank();
+  int64_t pd = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (TrivialWindow(window[d])) continue;
+    if (pd >= 0) return false;
+    pd = d;
+  }
+  if (pd < 0 || window[pd].window_reversal) return false;
+  const WindowTable& t = tables[pd];
+  const int64_t n = out_shape.dimensions(pd);
+  if (n < 2 || t.step == 0) return false;
+  for (int64_t o = 1; o < n; ++o) {
+    const bool grows = t.count[o] == t.count[o - 1] + 1 &&
+                       (t.count[o - 1] == 0 || t.first[o] == t.first[o - 1]);
+    const bool empty = t.count[o] == 0 && t.count[o - 1] == 0;
+    if (!grows && !empty) return false;
+  }
+  // Lines: every index of the other dimensions.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < pd; ++d) outer *= out_shape.dimensions(d);
+  for (int64_t d = pd + 1; d < rank; ++d) inner *= out_shape.dimensions(d);
+  ParallelFor(threads, outer * inner, [&](int64_t begin, int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      // Input offset of the line's other coordinates (trivial windows: the
+      // output index itself).
+      int64_t base = 0;
+      for (int64_t d = rank - 1, rest = line; d >= 0; --d) {
+        if (d == pd) continue;
+        const int64_t i = rest % out_shape.dimensions(d);
+        rest /= out_shape.dimensions(d);
+        base += tables[d].first[i];
+      }
+      const int64_t o0 = (line / inner) * n * inner + line % inner;
+      float acc = init;
+      for (int64_t o = 0; o < n; ++o) {
+        if (t.count[o] > 0) {
+          acc = Op::template Apply<float>(acc, in[base + t.first[o] + (t.count[o] - 1) * t.step]);
+        }
+        out[o0 + o * inner] = acc;
+      }
+    }
+  });
+  return true;
+}
+
 template <class Op>
 void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_shape,
                      const Shape& out_shape, const std::vector<WindowDimension>& window,
@@ -135,6 +189,7 @@ void ReduceWindowF32(const float* in, float init, float* out, const Shape& in_sh
     tables.push_back(BuildWindowTable(window[d], in_shape.dimensions(d), out_shape.dimensions(d),
                                       in_strides[d]));
   }
+  if (PrefixFold<Op>(in, init, out, in_shape, out_shape, window, tables, threads)) return;
   const bool rows = TrivialWindow(window[rank - 1]);
   // Outer dimensions walked per item: all but the last with rows (an item
   // is a row of the last dimension), all of them otherwise.
