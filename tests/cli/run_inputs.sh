@@ -110,4 +110,20 @@ run_cmd 0 "spmd per-device inputs" -- run "$SPMD" --inputs="$WORK/spmd_in" --out
   [[ $got == "<u4 () 3" ]] || fail "partition id of device 3 is '$got'"
   expect_manifest "$WORK/spmd2/manifest.json" '{"name": "pid.device3", "file": "pid.device3.npy", "shape": [], "dtype": "uint32", "hlo_type": "u32", "device": 3}' "spmd manifest"
 }
+
+# A token parameter (jax's ordered effects) takes no file: it is made, and the
+# listing of expected files says so.
+TOK="$WORK/token.hlo"
+printf '%s\n' 'HloModule t' 'ENTRY e { tk = token[] parameter(0) x = f32[3] parameter(1) a = token[] after-all(tk)' '  ROOT y = f32[3] add(x, x) }' > "$TOK"
+mkdir -p "$WORK/tok_in"
+write_npy "$WORK/tok_in/x.npy" '<f4' '(3,)' 1 2 3
+run_cmd 0 "token parameter without a file" -- run "$TOK" --inputs="$WORK/tok_in" --outputs="$WORK/tok_out" && {
+  got=$(read_npy "$WORK/tok_out/output_0.npy")
+  [[ $got == "<f4 (3,) 2 4 6" ]] || fail "token module gave '$got'"
+}
+rm "$WORK/tok_in/x.npy"
+run_cmd 1 "token module, x missing" -- run "$TOK" --inputs="$WORK/tok_in" && {
+  expect_in "$WORK/err" "tk: token[] (no file: a token carries no data)" "token listed without a file"
+  expect_in "$WORK/err" "x.npy: missing" "missing x named"
+}
 finish

@@ -30,6 +30,10 @@ std::string ExpectedParametersText(const hlo::HloComputation& entry) {
     const hlo::HloInstruction* p = entry.parameters()[i];
     if (p == nullptr) continue;
     const hlo::Shape& s = p->shape();
+    if (s.IsToken()) {
+      absl::StrAppend(&out, "  ", p->name(), ": token[] (no file: a token carries no data)\n");
+      continue;
+    }
     std::string accepted = s.IsArray() ? AcceptedNpyDtypes(s.element_type()) : "";
     absl::StrAppend(
         &out, "  ", files[i],
@@ -57,6 +61,10 @@ absl::StatusOr<std::vector<hlo::Literal>> LoadInputsFromDirectory(
   std::vector<std::string> problems;
   for (size_t i = 0; i < entry.parameters().size(); ++i) {
     const hlo::HloInstruction* p = entry.parameters()[i];
+    if (p->shape().IsToken()) {  // ordering only (jax's ordered effects): no file
+      args.emplace_back(p->shape());
+      continue;
+    }
     // A plain file name inside `dir`: a parameter name never becomes a path.
     const std::string path = absl::StrCat(dir, "/", files[i]);
     absl::StatusOr<hlo::Literal> lit = [&]() -> absl::StatusOr<hlo::Literal> {
