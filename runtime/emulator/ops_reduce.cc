@@ -120,7 +120,10 @@ absl::StatusOr<std::unique_ptr<ScalarEvaluator>> ScalarEvaluator::Create(
       n.load = GetLoadKernel(t);
       if (n.store == nullptr || n.load == nullptr) return fail(x);
     } else if (op == HloOpcode::kReshape || op == HloOpcode::kCopy) {
-      slots[x] = slots[x->operand(0)];
+      // A copy first: inserting x's entry may rehash the map under a
+      // reference to the operand's (an ASan heap-use-after-free before).
+      std::vector<int> same = slots[x->operand(0)];
+      slots[x] = std::move(same);
       continue;
     } else {
       return fail(x);
