@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "hlo/ir/opcode.h"
+#include "hlo/ir/primitive_type.h"
 #include "runtime/cpu/host_memory.h"
 #include "runtime/cpu/parallel.h"
 
@@ -23,12 +24,17 @@ using hlo::StepKind;
 constexpr int64_t kControlBytes = 4096;
 // Shared inputs up to this size are copied when queued.
 constexpr int64_t kSnapshotBytes = int64_t{64} << 10;
-// Elements of one chunk of rows across one queued execution (64 rows of a
-// 2048-wide vocab tile: 256 KiB of bf16, 512 KiB of f32, in L2 for the
-// passes of one iteration). Smaller chunks pay more per-call overhead (the
-// seed shape's forward loop queues 11 executions per iteration: 430 ms with
-// 8K-element chunks, 265-310 ms from 64K to 256K).
-constexpr int64_t kChunkElements = int64_t{1} << 17;
+// Bytes of one chunk of rows across one queued execution, counted in the
+// widest element type it reads or writes (64 rows of a 2048-wide bf16 vocab
+// tile, 32 of an f32 one: in L2 for the passes of one iteration). Smaller
+// chunks pay more per-call overhead (the seed shape's forward loop queues 11
+// executions per iteration: 430 ms with 8K-element chunks, 265-310 ms from
+// 64K to 256K); larger ones leave L2. Measured at the seed shape (AMD EPYC,
+// AVX-512, 2026-11-30, `tpuoff bench --no-cold --reps=3`, twice each):
+// 16K / 32K / 64K / 128K / 256K elements per chunk gave grpo_tiled f32
+// 0.263-0.271 / 0.251-0.252 / 0.243-0.244 / 0.267-0.274 / 0.278-0.282 s and
+// bf16 0.255-0.257 / 0.242-0.247 / 0.234-0.237 / 0.234-0.241 / 0.239-0.242 s.
+constexpr int64_t kChunkBytes = int64_t{256} << 10;
 // Below this many elements in all, one thread runs the queue.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 // The queue runs once it holds this many executions or this much deferred
@@ -156,6 +162,7 @@ struct RowQueue::Entry {
   std::unique_ptr<LoopExecution> execution;
   int64_t units = 0;  // per row
   std::vector<bool> own_row;  // per input: data read only at its own row
+  int64_t element_bytes = 4;  // the widest element it reads by row or writes
   // An elementwise execution whose output later queued updates overwrite in
   // part before anything reads it: only these runs of each row
   // (units [begin, end) within the row) are computed.
@@ -243,6 +250,12 @@ RowQueue::Added RowQueue::Add(const LoopProgram& program, const std::vector<cons
   entry->outputs = outputs;
   entry->units = units;
   for (size_t i = 0; i < inputs.size(); ++i) entry->own_row.push_back(is_data(i) && own_row[i]);
+  entry->element_bytes = std::max<int64_t>(1, hlo::ByteWidth(program.out_type));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (entry->own_row[i] && i < input_elements.size() && input_elements[i] > 0) {
+      entry->element_bytes = std::max(entry->element_bytes, input_bytes[i] / input_elements[i]);
+    }
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!is_data(i)) continue;
     if (own_row[i]) {
@@ -339,20 +352,20 @@ bool RowQueue::Run() {
     size_t first = 0;
     for (; first < entries_.size(); ++first) {
       const Entry& e = *entries_[first];
-      if (e.partial || row_elements(e) <= kChunkElements) break;
+      if (e.partial || row_elements(e) * e.element_bytes <= kChunkBytes) break;
       if (stop_ && stop_()) {
         stopped = true;
         break;
       }
       e.execution->Run(threads);
     }
-    int64_t widest = 1;
+    int64_t widest = 1;  // bytes of one row
     for (size_t k = first; k < entries_.size(); ++k) {
-      widest = std::max(widest, row_elements(*entries_[k]));
+      widest = std::max(widest, row_elements(*entries_[k]) * entries_[k]->element_bytes);
     }
     // At least four chunks per thread, so that the threads end together.
     const int64_t per_chunk = std::clamp<int64_t>(
-        std::min(kChunkElements / widest, rows_ / (4 * threads)), 1, rows_);
+        std::min(kChunkBytes / widest, rows_ / (4 * threads)), 1, rows_);
     const int64_t chunks = (rows_ + per_chunk - 1) / per_chunk;
     if (!stopped && first < entries_.size()) {
       ParallelFor(threads, chunks, [&](int64_t begin, int64_t end) {
