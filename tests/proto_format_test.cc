@@ -507,7 +507,7 @@ TEST(ProtoFormatTest, ShardingAliasesAndEntryLayout) {
   ASSERT_TRUE(module.ok()) << module.status();
   xla::HloModuleProto proto = ToProto(**module);
   EXPECT_EQ(proto.device_assignment().replica_count(), 2);
-  EXPECT_EQ(proto.device_assignment().computation_count(), 4);
+  EXPECT_EQ(proto.device_assignment().computation_count(), 8);
   EXPECT_THAT(proto.device_assignment().computation_devices(1).replica_device_ids(),
               ::testing::ElementsAre(2, 3));
   ASSERT_EQ(proto.input_output_alias().entries_size(), 2);

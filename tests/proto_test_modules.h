@@ -334,7 +334,7 @@ inline ModuleOr AnnotationsModule() {
   result_col.set_minor_to_major({0, 1});
   (*module)->set_entry_layout({col, F32({2, 3})}, Shape::Tuple({result_col, F32({2, 3})}));
   (*module)->set_replica_count(2);
-  (*module)->set_num_partitions(4);
+  (*module)->set_num_partitions(8);  // the shardings above name devices 0..7
   return module;
 }
 

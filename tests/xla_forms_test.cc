@@ -225,6 +225,45 @@ ENTRY e { x = f32[2] parameter(0)
   EXPECT_NE(mlir.status().message().find("dialect=\"hlo\""), std::string::npos) << mlir.status();
 }
 
+// Shardings name partitions (XLA's HloSharding::Validate in its verifier):
+// every command that verifies a module refuses one naming a device the
+// module does not have, or one device twice, naming the instruction (before,
+// only `run` refused it, and only on entry parameters and the root).
+TEST(XlaFormsParse, ShardingsNameOnlyTheModulesPartitions) {
+  auto module = [](const std::string& partitions, const std::string& sharding) {
+    return "HloModule m" + partitions + "\nENTRY e { p = f32[8] parameter(0), sharding={replicated}\n"
+           "  n = f32[8] negate(p), sharding=" + sharding + "\n  ROOT t = (f32[8], f32[8]) tuple(p, n),"
+           " sharding={{replicated}, " + sharding + "} }";
+  };
+  auto verify = [](const std::string& text) -> absl::Status {
+    auto m = hlo::ParseHloText(text);
+    if (!m.ok()) return m.status();
+    return hlo::VerifyModule(**m);
+  };
+  for (const char* ok : {"{devices=[4]0,1,2,3}", "{devices=[4]3,1,0,2}", "{devices=[2,2]<=[4] last_tile_dim_replicate}",
+                         "{maximal device=3}", "{devices=[2,2]0,1,2,3 last_tile_dim_replicate}"}) {
+    EXPECT_TRUE(verify(module(", num_partitions=4", ok)).ok()) << ok << ": "
+                                                                << verify(module(", num_partitions=4", ok));
+  }
+  struct Bad {
+    const char* partitions;
+    const char* sharding;
+    const char* message;
+  };
+  for (const Bad& b : {Bad{", num_partitions=2", "{devices=[4]0,1,2,3}",
+                           "instruction n: sharding names device 2 but the module has num_partitions=2"},
+                       Bad{", num_partitions=4", "{maximal device=4}", "names device 4"},
+                       Bad{", num_partitions=4", "{devices=[4]0,1,1,3}", "names device 1 twice"},
+                       Bad{", num_partitions=2", "{devices=[2,2]<=[4] last_tile_dim_replicate}", "names device 2"}}) {
+    const absl::Status st = verify(module(b.partitions, b.sharding));
+    ASSERT_FALSE(st.ok()) << b.sharding;
+    EXPECT_NE(st.message().find(b.message), std::string::npos) << st;
+  }
+  // Without num_partitions (JAX's global SPMD programs before partitioning)
+  // the mesh's shardings are taken as they are.
+  EXPECT_TRUE(verify(module("", "{devices=[4]0,1,2,3}")).ok());
+}
+
 // Convolutions oneDNN does not take (s8 x s8 -> s32, s32, f64, c64) run a
 // direct loop: checked against oneDNN's f32 convolution of the same
 // integer-valued data (exact in both) over strides, padding, both

@@ -68,9 +68,39 @@ absl::Status CheckAnnotations(const HloComputation& comp, const HloInstruction& 
   return absl::OkStatus();
 }
 
+// XLA's HloSharding::Validate against the module's partitions: a tile
+// assignment or maximal device names devices 0..num_partitions-1, each once.
+// Only when the module declares partitions: JAX's pre-partitioning (global
+// SPMD) programs carry the mesh's shardings with num_partitions unset.
+absl::Status CheckSharding(const HloModule& module, const HloComputation& comp,
+                           const HloInstruction& instr, const HloSharding& s) {
+  if (s.type == HloSharding::Type::kTuple) {
+    for (const HloSharding& t : s.tuple_shardings) RETURN_IF_ERROR(CheckSharding(module, comp, instr, t));
+    return absl::OkStatus();
+  }
+  if (s.type != HloSharding::Type::kTiled && s.type != HloSharding::Type::kMaximal) {
+    return absl::OkStatus();
+  }
+  const int64_t n = module.num_partitions();
+  std::set<int64_t> seen;
+  for (int64_t d : s.devices) {
+    if (d < 0 || d >= n) {
+      return At(comp, &instr, absl::StrCat("sharding names device ", d, " but the module has ",
+                                           "num_partitions=", n, " (devices 0..", n - 1, ")"));
+    }
+    if (!seen.insert(d).second) {
+      return At(comp, &instr, absl::StrCat("sharding names device ", d, " twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp,
                              const HloInstruction& instr) {
   RETURN_IF_ERROR(CheckAnnotations(comp, instr));
+  if (instr.sharding().has_value() && module.num_partitions() > 1) {
+    RETURN_IF_ERROR(CheckSharding(module, comp, instr, *instr.sharding()));
+  }
   const HloAttributes& a = instr.attrs();
   // Devices a collective may name: replicas x partitions of the module.
   const int64_t devices = std::max<int64_t>(1, module.replica_count()) *
