@@ -46,7 +46,13 @@ SoftmaxStats DomainStats(XlaBuilder* b, XlaOp x, bool with_usum, XlaOp mask = Xl
   SoftmaxStats s;
   XlaOp for_max = mask.valid() ? b->Select(mask, x, F32(b, -INFINITY)) : x;
   s.max = b->Reduce(for_max, F32(b, -INFINITY), HloOpcode::kMaximum, {minor});
-  XlaOp d = hlo::Sub(x, BroadcastMinor(b, s.max, width));
+  // A domain whose every column is -inf (a tile or vocab shard of masked-out
+  // logits) has max -inf: shifted by 0 instead, its exps are exact zeros
+  // (the empty state merges take) where x - max would be -inf - -inf = NaN.
+  // Any other max shifts by itself, the same values as without the guard.
+  XlaOp shift =
+      b->Select(b->Compare(s.max, F32(b, -INFINITY), ComparisonDirection::kEq), F32(b, 0), s.max);
+  XlaOp d = hlo::Sub(x, BroadcastMinor(b, shift, width));
   XlaOp e = hlo::Exp(d);
   XlaOp ed = with_usum ? hlo::Mul(e, d) : XlaOp();
   if (mask.valid()) {

@@ -282,6 +282,57 @@ TEST(ShardedKernelsTest, PaddingContentsAreIgnored) {
   }
 }
 
+// Logits masked out with -inf (disallowed or padded vocab entries) fill
+// whole vocab tiles and whole vocab shards: the tiled and sharded kernels
+// keep the reference kernel's finite lse, logp, loss and gradient (before,
+// a tile or shard whose max was -inf computed -inf - -inf = NaN). V = 37,
+// columns 28..36 at -inf, chosen ids below 28; entropy is left out
+// (GRPO_SPEC's sum of p * z is 0 * -inf there, in every form).
+TEST(ShardedKernelsTest, MaskedOutVocabTilesAndShardsStayFinite) {
+  const std::filesystem::path dir = CasesRoot() / "odd_vocab_tail";
+  absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(dir.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->vocab, 37);
+  ASSERT_EQ(config->batch, 2);
+  const Shape logits_shape(PrimitiveType::kF32, {config->batch, config->seq, 37});
+  auto logits = LoadNpy(dir / "logits.npy", logits_shape);
+  auto ids = LoadNpy(dir / "chosen_ids.npy", Shape(PrimitiveType::kS32, {config->batch, config->seq}));
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  for (int64_t i = 0; i < logits->num_elements(); ++i) {
+    if (i % 37 >= 28) logits->SetFromDouble(i, -std::numeric_limits<double>::infinity());
+  }
+  for (int64_t i = 0; i < ids->num_elements(); ++i) {
+    ids->SetFromDouble(i, static_cast<double>(static_cast<int64_t>(ids->GetAsDouble(i)) % 28));
+  }
+  const Outputs inputs = {{"logits", *logits}, {"chosen_ids", *ids}};
+  GrpoConfig small_tiles = *config;
+  small_tiles.block_size = 4;  // columns 28-31, 32-35, 36: all -inf
+  GrpoConfig shard_tiles = *config;
+  shard_tiles.block_size = 2;  // 5 columns per device: devices 6 and 7 all -inf
+  auto reference = RunSharded({KernelKind::kGrpoReference, KernelMode::kFwdBwd, *config},
+                              Sharded(ShardKind::kBatch, 2), dir, inputs);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  auto tiled = RunSharded({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, small_tiles},
+                          Sharded(ShardKind::kBatch, 2), dir, inputs);
+  ASSERT_TRUE(tiled.ok()) << tiled.status();
+  auto vocab = RunSharded({KernelKind::kGrpoTiled, KernelMode::kFwdBwd, shard_tiles},
+                          Sharded(ShardKind::kVocab, 8), dir, inputs);
+  ASSERT_TRUE(vocab.ok()) << vocab.status();
+  for (const char* name : {"loss", "per_token_loss", "lse", "logp", "dlogits"}) {
+    const Literal& want = reference->at(name);
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      ASSERT_TRUE(std::isfinite(want.GetAsDouble(i))) << "reference " << name << " " << i;
+    }
+    EXPECT_TRUE(AllClose(tiled->at(name), want, 1e-5, 1e-5)) << "tiled " << name;
+    EXPECT_TRUE(AllClose(vocab->at(name), want, 1e-5, 1e-5)) << "vocab-sharded " << name;
+  }
+  const Literal& d = vocab->at("dlogits");  // no probability mass on -inf columns
+  for (int64_t i = 0; i < d.num_elements(); ++i) {
+    if (i % 37 >= 28) ASSERT_EQ(d.GetAsDouble(i), 0.0) << i;
+  }
+}
+
 std::vector<const HloInstruction*> WithOpcode(const HloModule& m, HloOpcode op) {
   std::vector<const HloInstruction*> out;
   for (const auto& comp : m.computations()) {
