@@ -75,6 +75,34 @@ TEST(PjrtProgram, PerDeviceSpmdModuleBecomesManual) {
   EXPECT_EQ(boundary, 3);
 }
 
+// A partition-id nothing reads gets no sharding from XLA's propagation,
+// and the partitioner refuses a non-manual one as ambiguous: every
+// partition-id / replica-id goes as {manual}.
+TEST(PjrtProgram, DeviceIndicesWithoutUsersAreManual) {
+  auto m = hlo::ParseHloText(R"(HloModule dead_pid, num_partitions=2
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0), sharding={devices=[2]<=[2]}
+  %pid = u32[] partition-id()
+  %rid = u32[] replica-id()
+  ROOT %n = f32[4]{0} negate(f32[4]{0} %x), sharding={devices=[2]<=[2]}
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<std::string> bytes = PjrtProgramBytes(**m);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  const xla::HloModuleProto p = Parse(*bytes);
+  int seen = 0;
+  for (const xla::HloComputationProto& c : p.computations()) {
+    for (const xla::HloInstructionProto& i : c.instructions()) {
+      if (i.opcode() != "partition-id" && i.opcode() != "replica-id") continue;
+      ++seen;
+      ASSERT_TRUE(i.has_sharding()) << i.name();
+      EXPECT_EQ(i.sharding().type(), xla::OpSharding::MANUAL) << i.name();
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 TEST(PjrtProgram, SingleDeviceModuleIsSentAsIs) {
   auto m = hlo::ParseHloText(R"(HloModule one
 ENTRY %main (x: f32[2]) -> f32[2] {

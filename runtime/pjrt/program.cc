@@ -45,7 +45,12 @@ void Manualize(xla::HloModuleProto& m) {
     const bool entry = c.id() == m.entry_computation_id();
     for (xla::HloInstructionProto& i : *c.mutable_instructions()) {
       const bool boundary = entry && (i.opcode() == "parameter" || i.id() == c.root_id());
-      if (i.has_sharding() || boundary) *i.mutable_sharding() = Manual(i.shape());
+      // A partition-id (or replica-id) is the device's own index only in
+      // manual code; one without users gets no sharding from propagation and
+      // XLA's partitioner refuses it as ambiguous (a vocab-sharded entropy
+      // whose shard offset nothing reads).
+      const bool device_index = i.opcode() == "partition-id" || i.opcode() == "replica-id";
+      if (i.has_sharding() || boundary || device_index) *i.mutable_sharding() = Manual(i.shape());
     }
   }
   m.clear_spmd_output_sharding();
