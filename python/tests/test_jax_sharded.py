@@ -362,3 +362,71 @@ def test_entropy(kernel):
     # A metric: no gradient flows through it.
     g = jax.grad(lambda x: jnp.sum(tj.entropy(x, **kw)))(z)
     assert not np.any(np.asarray(g))
+
+
+def _vocab_sharded_jax_loss(x, ids_, adv, old, mask, axis):
+    """GRPO_SPEC's token-mean PPO-clip loss (eps 0.2, beta 0) over vocab-sharded
+    logits, written in JAX with psum/pmax: what shard_map transposes itself."""
+    mx = jax.lax.pmax(jax.lax.stop_gradient(jnp.max(x, -1)), axis)
+    lse = jnp.log(jax.lax.psum(jnp.sum(jnp.exp(x - mx[..., None]), -1), axis)) + mx
+    lo = jax.lax.axis_index(axis) * x.shape[-1]
+    own = (ids_ >= lo) & (ids_ < lo + x.shape[-1])
+    local = jnp.clip(ids_ - lo, 0, x.shape[-1] - 1)[..., None]
+    chosen = jax.lax.psum(jnp.where(own, jnp.take_along_axis(x, local, -1)[..., 0], 0.0), axis)
+    r = jnp.exp(chosen - lse - old)
+    a = adv[:, None]
+    return jnp.sum(mask * -jnp.minimum(r * a, jnp.clip(r, 0.8, 1.2) * a)) / jnp.sum(mask)
+
+
+@pytest.mark.parametrize("check_vma", [True, False])
+def test_gradients_under_check_vma_off_transpose_as_jax_does(check_vma):
+    """shard_map(check_vma=False) transposes a P() output into per-device shares
+    of its cotangent (ct / mesh size) and a psum into a psum of shares. Before,
+    a gradient taken outside such a shard_map came out at 1/8 (1/4 for a
+    lm_head split over 4 of a 2x4 mesh): the kernels' all-reduces are inside
+    the custom call. Now the loss's cotangent is summed over the kernel's axes
+    as for a psum, and gradients the module all-reduces (d_hidden over the
+    vocab shards) are handed back as equal shares: the gradient taken outside
+    equals the unsharded one, and one taken inside the body is what the same
+    loss written in JAX gives (8x the per-device gradient with check_vma=False,
+    JAX's own rule; 1x with it on)."""
+    B, T, V, H = 8, 4, 64, 16
+    r = np.random.default_rng(7)
+    z = jnp.asarray(r.standard_normal((B, T, V)), jnp.float32)
+    hid = jnp.asarray(r.standard_normal((B, T, H)), jnp.float32)
+    w = jnp.asarray(0.3 * r.standard_normal((H, V)), jnp.float32)
+    y = r.integers(0, V, (B, T)).astype(np.int32)
+    mask = (r.random((B, T)) < 0.8).astype(np.float32)
+    adv = r.standard_normal(B).astype(np.float32)
+    old = (-np.log(V) + 0.3 * r.standard_normal((B, T))).astype(np.float32)
+    tol = dict(rtol=2e-5, atol=1e-8)
+    want = jax.grad(lambda x: tj.grpo_loss(x, y, mask, adv, old)[0])(z)
+    want_h, want_w = jax.grad(lambda h, lm: tj.grpo_fused_linear_loss(h, lm, y, mask, adv, old)[0],
+                              (0, 1))(hid, w)
+    m1, m2 = mesh((8,), ("v",)), mesh((2, 4), ("d", "v"))
+    vocab = P(None, None, "v")
+
+    f = jax.shard_map(lambda x: tj.grpo_loss(x, y, mask, adv, old, vocab_axis="v")[0], mesh=m1,
+                      in_specs=vocab, out_specs=P(), check_vma=check_vma)
+    np.testing.assert_allclose(jax.jit(jax.grad(f))(z), want, **tol)
+
+    f = jax.shard_map(lambda x, i, a, o, k: tj.grpo_loss(x, i, k, a, o, batch_axis="d",
+                                                         vocab_axis="v")[0],
+                      mesh=m2, in_specs=(P("d", None, "v"),) + (P("d"),) * 4, out_specs=P(),
+                      check_vma=check_vma)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda x: f(x, y, adv, old, mask)))(z), want, **tol)
+
+    f = jax.shard_map(lambda h, lm: tj.grpo_fused_linear_loss(h, lm, y, mask, adv, old,
+                                                              vocab_axis="v")[0],
+                      mesh=m2, in_specs=(P(), P(None, "v")), out_specs=P(), check_vma=check_vma)
+    got_h, got_w = jax.jit(jax.grad(f, (0, 1)))(hid, w)
+    np.testing.assert_allclose(got_h, want_h, **tol)
+    np.testing.assert_allclose(got_w, want_w, **tol)
+
+    def inside(loss):
+        return jax.jit(jax.shard_map(lambda x: jax.grad(loss)(x), mesh=m1, in_specs=vocab,
+                                     out_specs=vocab, check_vma=check_vma))(z)
+    in_jax = inside(lambda x: _vocab_sharded_jax_loss(x, y, adv, old, mask, "v"))
+    in_tpuoff = inside(lambda x: tj.grpo_loss(x, y, mask, adv, old, vocab_axis="v")[0])
+    np.testing.assert_allclose(in_jax, want * (1 if check_vma else 8), rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(in_tpuoff, in_jax, rtol=1e-4, atol=1e-7)

@@ -169,10 +169,30 @@ def _apply_bwd(spec: _Spec, residuals, cotangents):
     # The backward module is d(loss)/d(input) for d(loss) = 1; only the loss
     # carries a gradient (the other outputs leave through stop_gradient).
     scale = cotangents[0].astype(jnp.float32)
+    shares = spec.axes and not _call.jax_config._check_vma.value
+    if shares:
+        # shard_map(check_vma=False) transposes without knowing what is
+        # replicated: a value's cotangent is split into per-device shares
+        # (an output of out_specs P() gets ct / mesh size on each device) and
+        # the transpose of a psum is a psum of shares. The loss is such a
+        # psum over the kernel's axes (its all-reduces), so its cotangent is
+        # the psum of the shares, as for the same loss written in JAX; a
+        # gradient the module already all-reduces over some of those axes
+        # (d_hidden over the vocab shards) is on each of their devices whole,
+        # and is handed back as an equal share of it.
+        scale = jax.lax.psum(scale, spec.axes)
     result = []
     for p in spec.fwd.inputs[:spec.num_diff]:
-        g = by_name.get(f"d{p.name}", by_name.get(f"d_{p.name}"))
-        result.append((g.astype(jnp.float32) * scale).astype(g.dtype))
+        name = f"d{p.name}" if f"d{p.name}" in by_name else f"d_{p.name}"
+        g = by_name[name]
+        s = scale
+        if shares:
+            port = next(o for o in spec.bwd.outputs if o.name == name)
+            whole_over = tuple(a for a in spec.axes
+                               if a not in _call._varying_axes(spec.bwd, port, spec.axes))
+            if whole_over:
+                s = s / jax.lax.psum(1, whole_over)
+        result.append((g.astype(jnp.float32) * s).astype(g.dtype))
     return tuple(result) + (None,) * (len(args) - spec.num_diff)
 
 
