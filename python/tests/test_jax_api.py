@@ -57,10 +57,22 @@ def test_options_reach_the_kernel():
     vectors.assert_close(scaled, float(base) / 2, 1e-7, 1e-5, "total_valid_tokens")
 
 
+def test_ref_logp_is_unused_with_the_kl_term_off():
+    # Trainers pass the reference log-probs whatever beta is (refused before
+    # as an "unexpected keyword argument" although given by position).
+    z, ids_, mask, adv, old, ref = args()
+    without = float(tj.grpo_loss(z, ids_, mask, adv, old)[0])
+    assert float(tj.grpo_loss(z, ids_, mask, adv, old, ref)[0]) == without
+    assert float(tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.0)[0]) == without
+    assert float(tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04)[0]) != without
+
+
 def test_errors():
     z, ids_, mask, adv, old, ref = args()
-    with pytest.raises(TypeError, match="unexpected keyword argument.*eps_hi"):
+    with pytest.raises(TypeError, match=r"argument\(s\) eps_hi that are neither kernel options"):
         tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04, eps_hi=0.3)
+    with pytest.raises(TypeError, match="sampler_logp is given but no importance correction"):
+        tj.grpo_loss(z, ids_, mask, adv, old, sampler_logp=old)
     with pytest.raises(TypeError, match="sets batch itself"):
         tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04, batch=2)
     with pytest.raises(TypeError, match="needs input 'ref_logp'"):

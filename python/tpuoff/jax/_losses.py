@@ -142,11 +142,16 @@ def _prepare(function: str, kernel: _call.Kernel, values: dict[str, Any]):
         if p.name not in values:
             raise TypeError(f"{function}: kernel {kernel.name} needs input {p.name!r}")
         args.append(_argument(function, p, values.pop(p.name)))
+    # The reference policy's log-probs with the KL term off (beta=0): trainers
+    # pass them whatever beta is, and they weigh nothing.
+    values.pop("ref_logp", None)
+    if "sampler_logp" in values:
+        raise TypeError(f"{function}: sampler_logp is given but no importance correction uses "
+                        f"it: set is_level ('token' or 'sequence'), or leave sampler_logp out")
     if values:
-        raise TypeError(f"{function}() got unexpected keyword argument(s) "
-                        f"{', '.join(sorted(values))} (not kernel options "
-                        f"({', '.join(_api.kernel_option_names())}) nor inputs of "
-                        f"{kernel.name})")
+        raise TypeError(f"{function}() got argument(s) {', '.join(sorted(values))} that are "
+                        f"neither kernel options ({', '.join(_api.kernel_option_names())}) nor "
+                        f"inputs kernel {kernel.name} takes with these options")
     return args
 
 
@@ -233,7 +238,7 @@ def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, re
     logits [B,T,V] float32 or bfloat16; chosen_ids [B,T] int; completion_mask
     [B,T]; advantages [B] (or [B,T] with advantage_shape="token");
     old_logp [B,T] (None: on-policy, ratio 1); ref_logp [B,T] (needed when
-    beta != 0); total_valid_tokens [] (the global token count of token_mean,
+    beta != 0, accepted and unused when beta is 0); total_valid_tokens [] (the global token count of token_mean,
     e.g. over micro-batches; None: the mask's sum). Other keyword arguments
     are the kernel options of ``tpuoff dump`` (:func:`tpuoff.kernel_option_names`):
     eps_low, eps_high, temperature, temperature_mode, beta, delta, loss_type,
