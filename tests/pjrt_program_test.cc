@@ -77,14 +77,17 @@ TEST(PjrtProgram, PerDeviceSpmdModuleBecomesManual) {
 
 // A partition-id nothing reads gets no sharding from XLA's propagation,
 // and the partitioner refuses a non-manual one as ambiguous: every
-// partition-id / replica-id goes as {manual}.
-TEST(PjrtProgram, DeviceIndicesWithoutUsersAreManual) {
+// partition-id / replica-id goes as {manual}; so does a `Sharding`
+// annotation without a sharding (a lowered global program keeps some),
+// which XLA's propagation refuses with a RET_CHECK.
+TEST(PjrtProgram, DeviceIndicesAndBareAnnotationsAreManual) {
   auto m = hlo::ParseHloText(R"(HloModule dead_pid, num_partitions=2
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4]{0} parameter(0), sharding={devices=[2]<=[2]}
   %pid = u32[] partition-id()
   %rid = u32[] replica-id()
-  ROOT %n = f32[4]{0} negate(f32[4]{0} %x), sharding={devices=[2]<=[2]}
+  %a = f32[4]{0} custom-call(f32[4]{0} %x), custom_call_target="Sharding"
+  ROOT %n = f32[4]{0} negate(f32[4]{0} %a), sharding={devices=[2]<=[2]}
 }
 )");
   ASSERT_TRUE(m.ok()) << m.status();
@@ -94,13 +97,16 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   int seen = 0;
   for (const xla::HloComputationProto& c : p.computations()) {
     for (const xla::HloInstructionProto& i : c.instructions()) {
-      if (i.opcode() != "partition-id" && i.opcode() != "replica-id") continue;
+      if (i.opcode() != "partition-id" && i.opcode() != "replica-id" &&
+          i.opcode() != "custom-call") {
+        continue;
+      }
       ++seen;
       ASSERT_TRUE(i.has_sharding()) << i.name();
       EXPECT_EQ(i.sharding().type(), xla::OpSharding::MANUAL) << i.name();
     }
   }
-  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(seen, 3);
 }
 
 TEST(PjrtProgram, SingleDeviceModuleIsSentAsIs) {

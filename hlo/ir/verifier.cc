@@ -6,6 +6,8 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "hlo/ir/limits.h"
+#include "hlo/ir/primitive_type.h"
 #include "hlo/ir/shape_inference.h"
 #include "hlo/ir/status_macros.h"
 
@@ -95,9 +97,28 @@ absl::Status CheckSharding(const HloModule& module, const HloComputation& comp,
   return absl::OkStatus();
 }
 
+// Every array within the per-array byte limit the text and proto readers
+// enforce (hlo/ir/limits.h), so that whatever is built (a kernel for huge
+// flags) can also be read back.
+absl::Status CheckArraySizes(const HloComputation& comp, const HloInstruction& instr,
+                             const Shape& shape) {
+  if (shape.IsTuple()) {
+    for (const Shape& s : shape.tuple_shapes()) RETURN_IF_ERROR(CheckArraySizes(comp, instr, s));
+    return absl::OkStatus();
+  }
+  const int64_t width = std::max<int64_t>(1, ByteWidth(shape.element_type()));
+  if (shape.IsArray() && shape.num_elements() > kMaxArrayBytes / width) {
+    return At(comp, &instr, absl::StrCat("shape ", shape.ToString(), " needs ",
+                                         shape.num_elements(), " x ", width, " bytes, more than ",
+                                         "the limit of ", kMaxArrayBytes, " bytes per array"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckAttributes(const HloModule& module, const HloComputation& comp,
                              const HloInstruction& instr) {
   RETURN_IF_ERROR(CheckAnnotations(comp, instr));
+  RETURN_IF_ERROR(CheckArraySizes(comp, instr, instr.shape()));
   if (instr.sharding().has_value() && module.num_partitions() > 1) {
     RETURN_IF_ERROR(CheckSharding(module, comp, instr, *instr.sharding()));
   }

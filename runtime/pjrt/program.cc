@@ -50,7 +50,13 @@ void Manualize(xla::HloModuleProto& m) {
       // XLA's partitioner refuses it as ambiguous (a vocab-sharded entropy
       // whose shard offset nothing reads).
       const bool device_index = i.opcode() == "partition-id" || i.opcode() == "replica-id";
-      if (i.has_sharding() || boundary || device_index) *i.mutable_sharding() = Manual(i.shape());
+      // XLA's sharding propagation requires a sharding on every `Sharding`
+      // annotation; a lowered global program (--global-form, jax's
+      // pre-partitioning modules) keeps some without one.
+      const bool annotation = i.opcode() == "custom-call" && i.custom_call_target() == "Sharding";
+      if (i.has_sharding() || boundary || device_index || annotation) {
+        *i.mutable_sharding() = Manual(i.shape());
+      }
     }
   }
   m.clear_spmd_output_sharding();
