@@ -128,7 +128,13 @@ XlaOp EmitAggregationWeights(XlaBuilder* b, const GrpoConfig& c, const GrpoParam
 
 XlaOp EmitLoss(XlaBuilder* b, XlaOp weights, XlaOp per_token_loss,
                const AggregationHooks& hooks) {
-  XlaOp loss = b->Reduce(hlo::Mul(weights, per_token_loss), F32(b, 0), HloOpcode::kAdd, {0, 1});
+  // Masked tokens contribute nothing (GRPO_SPEC): a select, not only g = 0,
+  // so that a masked token's non-finite per_token_loss (an overflowing ratio
+  // at a padding position) cannot make the loss 0 * inf = NaN. The same
+  // values otherwise (0 * finite is a zero either way).
+  XlaOp weighted = b->Select(b->Compare(weights, F32(b, 0), ComparisonDirection::kNe),
+                             hlo::Mul(weights, per_token_loss), F32(b, 0));
+  XlaOp loss = b->Reduce(weighted, F32(b, 0), HloOpcode::kAdd, {0, 1});
   if (hooks.batch_sum) loss = hooks.batch_sum(b, loss);
   return loss;
 }

@@ -57,9 +57,10 @@ TEST(ImportLimits, ProtoArraysLargerThanTheTextParserAllowsAreRejected) {
   ASSERT_FALSE(from_bytes.ok());
   EXPECT_NE(from_bytes.status().message().find("bytes per array"), std::string::npos)
       << from_bytes.status();
-  // The verifier holds built modules to the same limit (a kernel emitted for
-  // huge flags was written, then refused by every reader), naming the array.
-  const absl::Status verified = hlo::VerifyModule(**text);
+  // Writers check the same limit first (a kernel emitted for huge flags was
+  // written, then refused by every reader), naming the array.
+  EXPECT_TRUE(hlo::VerifyModule(**text).ok());
+  const absl::Status verified = hlo::VerifyReadable(**text);
   ASSERT_FALSE(verified.ok());
   EXPECT_NE(verified.message().find("instruction x: shape f32[999999999999] needs"),
             std::string::npos) << verified;

@@ -333,6 +333,51 @@ TEST(ShardedKernelsTest, MaskedOutVocabTilesAndShardsStayFinite) {
   }
 }
 
+// Masked tokens contribute nothing (GRPO_SPEC): an old_logp of -100 at a
+// masked position overflows the ratio there (per_token_loss inf), and the
+// loss stays the one without it, in every kernel form (before: 0 * inf =
+// NaN in the loss, while the gradient was already finite).
+TEST(ShardedKernelsTest, MaskedTokensWithNonFiniteLossesContributeNothing) {
+  const std::filesystem::path dir = CasesRoot() / "odd_vocab_tail";
+  absl::StatusOr<GrpoConfig> config = GrpoConfigFromCaseJson(dir.string());
+  ASSERT_TRUE(config.ok()) << config.status();
+  config->block_size = 8;
+  const Shape bt(PrimitiveType::kF32, {config->batch, config->seq});
+  auto mask = LoadNpy(dir / "completion_mask.npy", bt);
+  auto old = LoadNpy(dir / "old_logp.npy", bt);
+  ASSERT_TRUE(mask.ok() && old.ok());
+  int masked = 0;
+  for (int64_t i = 0; i < old->num_elements(); ++i) {
+    if (mask->GetAsDouble(i) == 0) {
+      old->SetFromDouble(i, -100.0);
+      ++masked;
+    }
+  }
+  ASSERT_GT(masked, 0);
+  struct Form {
+    KernelKind kind;
+    ShardKind shard;
+    int64_t devices;
+  };
+  for (const Form& f : {Form{KernelKind::kGrpoReference, ShardKind::kBatch, 2},
+                        Form{KernelKind::kGrpoTiled, ShardKind::kBatch, 2},
+                        Form{KernelKind::kGrpoTiled, ShardKind::kVocab, 4}}) {
+    auto clean = RunSharded({f.kind, KernelMode::kFwdBwd, *config}, Sharded(f.shard, f.devices), dir);
+    auto hostile = RunSharded({f.kind, KernelMode::kFwdBwd, *config}, Sharded(f.shard, f.devices),
+                              dir, {{"old_logp", *old}});
+    ASSERT_TRUE(clean.ok()) << clean.status();
+    ASSERT_TRUE(hostile.ok()) << hostile.status();
+    const Literal& ptl = hostile->at("per_token_loss");
+    int inf = 0;
+    for (int64_t i = 0; i < ptl.num_elements(); ++i) inf += std::isinf(ptl.GetAsDouble(i)) ? 1 : 0;
+    EXPECT_GE(inf, 1) << "a masked token's overflowing ratio (negative advantage) gives inf";
+    EXPECT_TRUE(BitwiseEqual(hostile->at("loss"), clean->at("loss")))
+        << KernelKindName(f.kind) << " loss " << hostile->at("loss").GetAsDouble(0) << " vs "
+        << clean->at("loss").GetAsDouble(0);
+    EXPECT_TRUE(BitwiseEqual(hostile->at("dlogits"), clean->at("dlogits"))) << KernelKindName(f.kind);
+  }
+}
+
 std::vector<const HloInstruction*> WithOpcode(const HloModule& m, HloOpcode op) {
   std::vector<const HloInstruction*> out;
   for (const auto& comp : m.computations()) {

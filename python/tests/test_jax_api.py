@@ -67,6 +67,24 @@ def test_ref_logp_is_unused_with_the_kl_term_off():
     assert float(tj.grpo_loss(z, ids_, mask, adv, old, ref, beta=0.04)[0]) != without
 
 
+def test_masked_tokens_with_non_finite_inputs_contribute_nothing():
+    # Padding positions often hold garbage: NaN or far-off old_logp / ref_logp
+    # at mask 0 leave the loss and its gradient as they are (the loss was NaN
+    # before: 0 * NaN in the sum, while the gradient was already finite).
+    z, ids_, mask, adv, old, ref = args()
+    mask = np.array(mask)
+    mask[0, :2] = 0
+    want, want_g = jax.value_and_grad(lambda x: tj.grpo_loss(x, ids_, mask, adv, old, ref,
+                                                              beta=0.04)[0])(z)
+    for bad in (np.nan, -100.0):
+        o = np.where(mask == 0, np.float32(bad), old).astype(np.float32)
+        r = np.where(mask == 0, np.float32(bad), ref).astype(np.float32)
+        got, got_g = jax.value_and_grad(lambda x: tj.grpo_loss(x, ids_, mask, adv, o, r,
+                                                                beta=0.04)[0])(z)
+        assert float(got) == float(want), (bad, float(got), float(want))
+        np.testing.assert_array_equal(np.asarray(got_g), np.asarray(want_g))
+
+
 def test_errors():
     z, ids_, mask, adv, old, ref = args()
     with pytest.raises(TypeError, match=r"argument\(s\) eps_hi that are neither kernel options"):

@@ -117,6 +117,12 @@ absl::StatusOr<std::unique_ptr<hlo::HloModule>> LoadModuleFile(
 
 absl::StatusOr<std::string> SerializeModule(const hlo::HloModule& module,
                                             ModuleFormat format) {
+  if (absl::Status s = hlo::VerifyReadable(module); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat(s.message(), " (the HLO readers' limit): not written, as it could not ",
+                               "be read back; `tpuoff memory` and `tpuoff cost` analyse a kernel ",
+                               "this large from its flags, without a file"));
+  }
   switch (format) {
     case ModuleFormat::kText:
       return hlo::PrintModule(module);

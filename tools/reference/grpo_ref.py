@@ -343,7 +343,10 @@ def policy_terms(logp, H, inputs: dict, p: Params, frozen: Optional[dict] = None
         diag["is_over"] = int((unit_on & (unit_lw > log_cap)).sum())
         diag["is_under"] = int((unit_on & (unit_lw < log_cap)).sum())
     diag["empty_rows"] = int((np.sum(mask, axis=1) == 0).sum())
-    loss = float(np.sum(g * ptl))
+    # Masked tokens contribute nothing: a non-finite per_token_loss there
+    # (an overflowing ratio at a padding position) does not reach the loss.
+    with np.errstate(invalid="ignore"):
+        loss = float(np.sum(np.where(g != 0, g * ptl, 0.0)))
     return {"per_token_loss": ptl, "loss": loss, "coef_logp": coef, "coef_H": coef_H, "g": g,
             "is_weight": w, "frozen": sg, "diag": diag, "margins": margins}
 

@@ -226,7 +226,7 @@ def make_loss_fn(gp: GrpoParams, chosen: str = "onehot"):
         else:
             max_len = gp.max_len if gp.max_len is not None else T
             g = m / float(B * max_len)
-        loss = jnp.sum(g * ptl)
+        loss = jnp.sum(jnp.where(g != 0, g * ptl, 0.0))  # masked tokens contribute nothing
         aux = (ptl, lax.stop_gradient(logp), lax.stop_gradient(entropy), lax.stop_gradient(lse))
         return loss, aux
 
