@@ -238,8 +238,9 @@ def grpo_loss(logits, chosen_ids, completion_mask, advantages, old_logp=None, re
     logits [B,T,V] float32 or bfloat16; chosen_ids [B,T] int; completion_mask
     [B,T]; advantages [B] (or [B,T] with advantage_shape="token");
     old_logp [B,T] (None: on-policy, ratio 1); ref_logp [B,T] (needed when
-    beta != 0, accepted and unused when beta is 0); total_valid_tokens [] (the global token count of token_mean,
-    e.g. over micro-batches; None: the mask's sum). Other keyword arguments
+    beta != 0, accepted and unused when beta is 0); total_valid_tokens []
+    (the global token count of token_mean, e.g. over micro-batches; None: the
+    mask's sum). Other keyword arguments
     are the kernel options of ``tpuoff dump`` (:func:`tpuoff.kernel_option_names`):
     eps_low, eps_high, temperature, temperature_mode, beta, delta, loss_type,
     max_len, and GRPO_SPEC v2's policy_loss (ppo_clip, gspo, gspo_token,
