@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,6 +144,7 @@ absl::Status RunIsolated(const IsolationOptions& options,
     return absl::ResourceExhaustedError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t parent_pid = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
@@ -153,6 +155,12 @@ absl::Status RunIsolated(const IsolationOptions& options,
                      std::strerror(err)));
   }
   if (pid == 0) {
+    // The plugin's process dies with tpuoff, however tpuoff ends (Ctrl-C,
+    // SIGTERM, SIGKILL): an endless program left behind would spin forever,
+    // since tpuoff is what enforces --timeout. (Set after the fork: check
+    // the parent did not die before it took effect.)
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent_pid) ::_exit(1);
     ::close(fds[0]);
     const rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);

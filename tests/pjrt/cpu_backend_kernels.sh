@@ -164,6 +164,39 @@ code=$?
 [[ $code -eq 1 ]] || fail "endless loop on pjrt with --timeout=2: exit $code, want 1"
 expect_in "$WORK/err" "exceeded the time limit of 2 s (the plugin's process was killed)" \
   "pjrt timeout message"
+# The plugin's process dies with tpuoff however tpuoff ends: killed
+# (SIGTERM, SIGKILL) while the endless loop runs, it leaves no process
+# spinning behind (before, the orphan ran on at 100% CPU, --timeout or not).
+for sig in TERM KILL; do
+  "$TPUOFF" run "$SRC/tests/cli/data/endless.hlo" --random-inputs --backend=pjrt --timeout=600 \
+    >/dev/null 2>&1 &
+  parent=$!
+  child=""
+  for _ in $(seq 100); do  # up to 10 s for the plugin's process to start
+    child=$(pgrep -P "$parent" | head -n 1)
+    [[ -n $child ]] && break
+    sleep 0.1
+  done
+  sleep 0.5
+  kill -"$sig" "$parent"
+  wait "$parent" 2>/dev/null
+  if [[ -z $child ]]; then
+    fail "SIG$sig: no plugin process seen"
+    continue
+  fi
+  state=""
+  for _ in $(seq 50); do  # gone, or a zombie for init to reap
+    state=$(ps -o stat= -p "$child" 2>/dev/null | tr -d ' ')
+    [[ -z $state || $state == Z* ]] && break
+    sleep 0.1
+  done
+  if [[ -z $state || $state == Z* ]]; then
+    pass "SIG$sig: the plugin's process ended with tpuoff"
+  else
+    fail "SIG$sig: the plugin's process $child is still running ($state)"
+    kill -9 "$child" 2>/dev/null
+  fi
+done
 # Device 1 waits at an all-reduce device 0 never reaches.
 cat >"$WORK/deadlock.hlo" <<'HLO'
 HloModule deadlock, num_partitions=2
