@@ -264,6 +264,36 @@ TEST(XlaFormsParse, ShardingsNameOnlyTheModulesPartitions) {
   EXPECT_TRUE(verify(module("", "{devices=[4]0,1,2,3}")).ok());
 }
 
+// jax.debug.print and an unordered io_callback leave a side-effecting
+// custom-call whose result nothing uses: the emulator (which runs what the
+// root needs) ran such a module without the effect, exit 0. Now it is
+// refused naming the call; an unused call without side effects is still
+// dead code.
+TEST(XlaFormsRun, UnusedSideEffectsAreRefusedNotDropped) {
+  const std::string text = R"(HloModule m
+ENTRY e { x = f32[2] parameter(0)
+  cb = () custom-call(x), custom_call_target="xla_ffi_python_cpu_callback"EFFECT
+  ROOT y = f32[2] add(x, x) })";
+  auto with = [&](const std::string& effect) {
+    std::string t = text;
+    t.replace(t.find("EFFECT"), 6, effect);
+    return hlo::ParseHloText(t);
+  };
+  auto effect = with(", custom_call_has_side_effect=true");
+  ASSERT_TRUE(effect.ok()) << effect.status();
+  Literal x = Literal::FromVector<float>(PrimitiveType::kF32, {2}, {1, 2});
+  auto refused = runtime::RunModule(**effect, {x});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("\"xla_ffi_python_cpu_callback\" (%cb, computation e) "
+                                            "has a side effect the emulator cannot perform"),
+            std::string::npos) << refused.status();
+  auto pure = with("");
+  ASSERT_TRUE(pure.ok()) << pure.status();
+  auto ran = runtime::RunModule(**pure, {x});
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_EQ(ran->outputs[0].GetAsDouble(1), 4.0);
+}
+
 // Convolutions oneDNN does not take (s8 x s8 -> s32, s32, f64, c64) run a
 // direct loop: checked against oneDNN's f32 convolution of the same
 // integer-valued data (exact in both) over strides, padding, both

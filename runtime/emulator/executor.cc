@@ -9,12 +9,17 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <system_error>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/ir/opcode.h"
 #include "hlo/ir/status_macros.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/emulator/device_run.h"
@@ -165,6 +170,41 @@ absl::Status CheckConstantsKnown(const hlo::HloModule& module) {
   return absl::OkStatus();
 }
 
+// The emulator runs what the roots need; XLA also keeps instructions with
+// side effects whose results nothing uses (jax.debug.print, an unordered
+// io_callback: a host callback). None of them can run here, so such a module
+// is refused as if it reached one, instead of running without it.
+absl::Status CheckNoUnusedSideEffects(const hlo::HloModule& module) {
+  for (const auto& c : module.computations()) {
+    std::optional<absl::flat_hash_set<const hlo::HloInstruction*>> reachable;
+    for (const auto& x : c->instructions()) {
+      const bool effect =
+          (x->opcode() == hlo::HloOpcode::kCustomCall && x->attrs().custom_call_has_side_effect) ||
+          x->opcode() == hlo::HloOpcode::kOutfeed || x->opcode() == hlo::HloOpcode::kSend ||
+          x->opcode() == hlo::HloOpcode::kSendDone;
+      if (!effect) continue;
+      if (!reachable.has_value()) {
+        const auto order = c->ReachablePostOrder();
+        reachable.emplace(order.begin(), order.end());
+      }
+      if (reachable->contains(x.get())) continue;  // run, or refused when reached
+      const std::string what =
+          x->opcode() == hlo::HloOpcode::kCustomCall
+              ? absl::StrCat("custom-call target \"", x->attrs().custom_call_target, "\"")
+              : std::string(hlo::HloOpcodeString(x->opcode()));
+      return absl::UnimplementedError(absl::StrCat(
+          what, " (%", x->name(), ", computation ", c->name(),
+          ") has a side effect the emulator cannot perform",
+          absl::StrContains(what, "callback")
+              ? " (a host callback into the Python process that traced the program: "
+                "jax.debug.print, io_callback)"
+              : "",
+          "; its result is unused, but running without it would drop the effect silently"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 PlanOptions PlanOptionsOf(const RunOptions& options) {
   PlanOptions plan_options;
   plan_options.enable_fusion = !options.disable_fusion;
@@ -190,6 +230,7 @@ absl::StatusOr<RunResult> RunImpl(
   std::unique_ptr<ModulePlan> own_plan;
   if (prepared == nullptr) {
     RETURN_IF_ERROR(CheckConstantsKnown(module));
+    RETURN_IF_ERROR(CheckNoUnusedSideEffects(module));
     ASSIGN_OR_RETURN(own_plan, ModulePlan::Build(module, PlanOptionsOf(options),
                                                  !options.disable_row_chains, options.jit));
     prepared = own_plan.get();
@@ -312,6 +353,7 @@ absl::StatusOr<RunResult> RunModule(const hlo::HloModule& module,
 absl::StatusOr<std::unique_ptr<PreparedModule>> PreparedModule::Create(
     const hlo::HloModule& module, const RunOptions& options) {
   RETURN_IF_ERROR(CheckConstantsKnown(module));
+  RETURN_IF_ERROR(CheckNoUnusedSideEffects(module));
   ASSIGN_OR_RETURN(std::unique_ptr<ModulePlan> plan,
                    ModulePlan::Build(module, PlanOptionsOf(options), !options.disable_row_chains,
                                      options.jit));
