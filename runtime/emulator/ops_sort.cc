@@ -18,6 +18,7 @@
 #include "runtime/emulator/ops.h"
 #include "runtime/emulator/ops_extra.h"
 #include "runtime/emulator/ops_window.h"
+#include "runtime/emulator/sort_keys.h"
 
 namespace tpuoff::runtime {
 namespace {
@@ -99,6 +100,9 @@ absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* cons
   std::vector<ScalarValue> args(2 * n);
   ScalarValue result;
   std::vector<int64_t> perm;
+  // compare(f(a), f(b)) comparators (jax's sorts) sort by the keys f(x).
+  const std::unique_ptr<SortKeys> keyed = SortKeys::Match(instr.to_apply());
+  std::vector<uint64_t> keys;
   for (int64_t start : rows.starts) {
     auto less = [&](int64_t a, int64_t b) {
       for (int64_t i = 0; i < n; ++i) {
@@ -108,7 +112,11 @@ absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* cons
       cmp->Eval(args, &result);
       return result.AsPred();
     };
-    SortRow(rows.length, less, &perm);
+    if (keyed != nullptr && keyed->Keys(values[0], start, rows.stride, rows.length, &keys)) {
+      keyed->Order(keys, &perm);
+    } else {
+      SortRow(rows.length, less, &perm);
+    }
     for (int64_t i = 0; i < n; ++i) {
       const PrimitiveType t = instr.operand(i)->shape().element_type();
       for (int64_t j = 0; j < rows.length; ++j) {
