@@ -165,6 +165,19 @@ for args in "--help" "run --help" "help memory"; do
   [[ $code -eq 1 ]] || fail "tpuoff $args >/dev/full: exit $code, want 1"
   expect_in "$WORK/err" "<stdout>: write failed" "tpuoff $args >/dev/full"
 done
+# Cleaning what killed runs left beside DIR removes only what tpuoff writes:
+# a user's directory that merely has a staging name keeps its files (before,
+# every regular file in it was deleted), while a real leftover (arrays and a
+# manifest) goes.
+mkdir -p .keep.tpuoff-staging-mine .keep.tpuoff-staging-killed
+echo "user thesis" >.keep.tpuoff-staging-mine/thesis.txt
+echo "x" >.keep.tpuoff-staging-mine/a.npy
+echo "x" >.keep.tpuoff-staging-killed/a.npy
+echo "{}" >.keep.tpuoff-staging-killed/manifest.json
+robust "run beside a user directory named like staging" 0 -- run "$M" --random-inputs --outputs=keep
+[[ $(cat .keep.tpuoff-staging-mine/thesis.txt 2>/dev/null) == "user thesis" &&
+   -f .keep.tpuoff-staging-mine/a.npy ]] || fail "the user's .keep.tpuoff-staging-mine lost files"
+[[ -e .keep.tpuoff-staging-killed ]] && fail "a killed run's staging directory was left"
 # (a module of 20000 instructions: ~1 MB of text, far beyond a pipe's buffer)
 python3 -c '
 n = 20000

@@ -88,9 +88,17 @@ bool NoPermission(int err) { return err == EACCES || err == EPERM || err == EROF
 // process holds it.
 bool TryLock(int fd) { return ::flock(fd, LOCK_EX | LOCK_NB) == 0; }
 
+// Whether a file of a staging or old-output directory is one tpuoff writes
+// there: an output array, the manifest, the staging journal.
+bool WrittenByTpuoff(const std::string& n) {
+  return absl::EndsWith(n, ".npy") || n == "manifest.json" || n == kJournal;
+}
+
 // Removes the regular files in the directory open as `fd`, then the
-// directory `name` in `parent_fd`. Leaves it (and reports false) when it
-// holds anything else: this only ever removes what tpuoff put there.
+// directory `name` in `parent_fd`. Leaves it whole (and reports false) when
+// it holds anything else, a file tpuoff does not write included (a user's
+// directory that merely has a staging name): this only ever removes what
+// tpuoff put there.
 bool RemoveFlatDirectory(int parent_fd, const std::string& name, int fd) {
   int dup_fd = ::dup(fd);
   if (dup_fd < 0) return false;
@@ -105,13 +113,15 @@ bool RemoveFlatDirectory(int parent_fd, const std::string& name, int fd) {
     const std::string n = e->d_name;
     if (n == "." || n == "..") continue;
     struct stat st;
-    if (::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+    if (::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        WrittenByTpuoff(n)) {
       files.push_back(n);
     } else {
       only_files = false;
     }
   }
   ::closedir(d);
+  if (!only_files) return false;
   for (const std::string& n : files) ::unlinkat(fd, n.c_str(), 0);
   return only_files && ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
 }
