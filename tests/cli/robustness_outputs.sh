@@ -178,6 +178,15 @@ robust "run beside a user directory named like staging" 0 -- run "$M" --random-i
 [[ $(cat .keep.tpuoff-staging-mine/thesis.txt 2>/dev/null) == "user thesis" &&
    -f .keep.tpuoff-staging-mine/a.npy ]] || fail "the user's .keep.tpuoff-staging-mine lost files"
 [[ -e .keep.tpuoff-staging-killed ]] && fail "a killed run's staging directory was left"
+# --overwrite reads back the manifests tpuoff writes, also large ones (11000
+# outputs: 1.07 MB; refused as "not one tpuoff wrote" above 1 MiB before).
+python3 -c '
+n = 11000
+t = ", ".join(["f32[]"] * n)
+print("HloModule many\nENTRY %main () -> (" + t + ") {\n  %c = f32[] constant(1)\n"
+      "  ROOT %t = (" + t + ") tuple(" + ", ".join(["%c"] * n) + ")\n}")' >many.hlo
+robust "11000 outputs" 0 -- run many.hlo --outputs=many_out &&
+  robust "11000 outputs again, --overwrite" 0 -- run many.hlo --outputs=many_out --overwrite
 # (a module of 20000 instructions: ~1 MB of text, far beyond a pipe's buffer)
 python3 -c '
 n = 20000

@@ -168,14 +168,27 @@ void RemoveStaleFiles(const std::string& dir, const std::string& prefix) {
                });
 }
 
-// Reads a small file relative to `dir_fd`; empty on failure.
-std::string ReadSmallAt(int dir_fd, const char* name) {
+// Largest manifest or journal read back (a manifest takes ~100 bytes per
+// output: 64 MiB is over half a million outputs).
+constexpr size_t kMaxSmallFile = size_t{64} << 20;
+
+// Reads a small file relative to `dir_fd`; empty on failure. `too_big`
+// (when given) says it was larger than kMaxSmallFile (and is not returned).
+std::string ReadSmallAt(int dir_fd, const char* name, bool* too_big = nullptr) {
+  if (too_big != nullptr) *too_big = false;
   const int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return "";
   std::string out;
-  char buf[4096];
+  char buf[65536];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0 && out.size() < (1u << 20)) out.append(buf, n);
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
+    out.append(buf, n);
+    if (out.size() > kMaxSmallFile) {
+      if (too_big != nullptr) *too_big = true;
+      out.clear();
+      break;
+    }
+  }
   ::close(fd);
   return out;
 }
@@ -341,13 +354,18 @@ absl::StatusOr<std::vector<std::string>> PreviousOutputFiles(const std::string& 
                                                               const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", user_dir);
-  const std::string manifest = ReadSmallAt(fd, kManifest);
+  bool too_big = false;
+  const std::string manifest = ReadSmallAt(fd, kManifest, &too_big);
   ::close(fd);
   auto not_output = [&](const std::string& why) {
     return absl::FailedPreconditionError(absl::StrCat(
         user_dir, ": --overwrite replaces only a previous tpuoff output (manifest.json and the "
                   "files it lists, nothing else), but ", why));
   };
+  if (too_big) {
+    return not_output(absl::StrCat("its manifest.json is larger than ", kMaxSmallFile >> 20,
+                                   " MiB, more than tpuoff reads back"));
+  }
   if (manifest.empty()) return not_output("it has no manifest.json");
   std::set<std::string> listed = {kManifest};
   nlohmann::json j = nlohmann::json::parse(manifest, nullptr, /*allow_exceptions=*/false);
