@@ -178,6 +178,20 @@ robust "run beside a user directory named like staging" 0 -- run "$M" --random-i
 [[ $(cat .keep.tpuoff-staging-mine/thesis.txt 2>/dev/null) == "user thesis" &&
    -f .keep.tpuoff-staging-mine/a.npy ]] || fail "the user's .keep.tpuoff-staging-mine lost files"
 [[ -e .keep.tpuoff-staging-killed ]] && fail "a killed run's staging directory was left"
+# A run that fails at its last steps publishes nothing: a trace written
+# through /dev/full or a full stdout fail before the outputs directory is
+# renamed into place (before, it was there and the run exited 1); --trace
+# inside --outputs is a usage error (it could never be written there).
+robust "trace to /dev/full" 1 -- run "$M" --random-inputs --outputs=late_a --trace=/dev/full
+[[ -e late_a ]] && fail "a run whose trace failed published its outputs"
+timeout 30 "$TPUOFF" run "$M" --random-inputs --outputs=late_b --trace=late_b.json >/dev/full 2>"$WORK/err"
+code=$?
+[[ $code -eq 1 ]] || fail "stdout to /dev/full: exit $code, want 1"
+[[ -e late_b || -e late_b.json ]] && fail "a run whose report failed wrote its files"
+mkdir late_c
+robust "trace inside outputs" 2 -- run "$M" --random-inputs --outputs=late_c --trace=late_c/t.json &&
+  expect_in "$WORK/err" "is --outputs=late_c or inside it" "trace inside outputs message"
+robust "trace is outputs" 2 -- run "$M" --random-inputs --outputs=late_d/ --trace=late_d
 # --overwrite reads back the manifests tpuoff writes, also large ones (11000
 # outputs: 1.07 MB; refused as "not one tpuoff wrote" above 1 MiB before).
 python3 -c '

@@ -1,8 +1,11 @@
 // `tpuoff run`: execute a module (or a generated kernel) on the host emulator
 // with per-device HBM accounting; print output checksums and peak HBM, and
 // optionally write the outputs as .npy and a Chrome trace.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -265,6 +268,19 @@ int RunMain(const std::vector<std::string>& args) {
     if (absl::Status s = CheckNotAnInput("--trace", f.trace, read); !s.ok()) {
       return ReportFailure(kCmd, s);
     }
+    // The outputs directory holds the outputs and their manifest only.
+    if (!f.outputs.empty()) {
+      std::error_code ec;
+      const std::filesystem::path out =
+          std::filesystem::absolute(f.outputs, ec).lexically_normal();
+      const std::filesystem::path tr = std::filesystem::absolute(f.trace, ec).lexically_normal();
+      const auto [end, at] = std::mismatch(out.begin(), out.end(), tr.begin(), tr.end());
+      if (!ec && (end == out.end() || (std::next(end) == out.end() && end->empty()))) {
+        return ReportUsageError(kCmd, absl::StrCat("--trace=", f.trace, " is --outputs=",
+                                                   f.outputs, " or inside it (that directory ",
+                                                   "holds only the outputs and their manifest)"));
+      }
+    }
   }
   // This process's devices: all, or a rank's block of them.
   absl::StatusOr<runtime::DeviceBlock> block = LocalDevices(num_devices);
@@ -357,9 +373,8 @@ int RunMain(const std::vector<std::string>& args) {
   absl::StrAppend(&report, absl::StrFormat("wall time: %.6f s\n",
                                            result->wall_seconds));
 
-  // Files only after a successful run, staged first and published last:
-  // the outputs (all at once), then the trace. A failure before that
-  // leaves whatever the user had untouched.
+  // Files only after a successful run, staged first and published last. A
+  // failure before that leaves whatever the user had untouched.
   std::optional<StagedFile> trace;
   if (!f.trace.empty()) {
     // Beside the host wall time: what a v6e slice would take for the same
@@ -374,19 +389,26 @@ int RunMain(const std::vector<std::string>& args) {
     if (!staged.ok()) return ReportFailure(kCmd, staged.status());
     trace.emplace(*std::move(staged));
   }
+  std::optional<StagedDirectory> outputs;
   if (!f.outputs.empty()) {
     NpyWriteOptions npy_options;
     npy_options.bf16_as_float32 = f.bf16_outputs == "f32";
     absl::StatusOr<StagedDirectory> staged =
         StageOutputs(f.outputs, named, npy_options, {.overwrite = f.overwrite});
     if (!staged.ok()) return ReportFailure(kCmd, staged.status());
-    if (absl::Status s = staged->Commit(); !s.ok()) return ReportFailure(kCmd, s);
+    outputs.emplace(*std::move(staged));
+  }
+  // What can still fail goes first: the report (a full or closed stdout),
+  // then the trace (written through a device or FIFO only now), and the
+  // outputs directory, one rename, last.
+  if (absl::Status s = WriteToStdout(report); !s.ok()) {
+    return ReportFailure(kCmd, s);
   }
   if (trace.has_value()) {
     if (absl::Status s = trace->Commit(); !s.ok()) return ReportFailure(kCmd, s);
   }
-  if (absl::Status s = WriteToStdout(report); !s.ok()) {
-    return ReportFailure(kCmd, s);
+  if (outputs.has_value()) {
+    if (absl::Status s = outputs->Commit(); !s.ok()) return ReportFailure(kCmd, s);
   }
   return kExitOk;
 }
