@@ -4,7 +4,6 @@
 // 8-byte slot each.
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -64,8 +63,8 @@ Rows RowsAlong(const std::vector<int64_t>& dims, int64_t dim) {
 }
 
 // Order of the elements of one row under `less` (stable).
-void SortRow(int64_t length, const std::function<bool(int64_t, int64_t)>& less,
-             std::vector<int64_t>* perm) {
+template <class Less>
+void SortRow(int64_t length, const Less& less, std::vector<int64_t>* perm) {
   perm->resize(length);
   std::iota(perm->begin(), perm->end(), 0);
   std::stable_sort(perm->begin(), perm->end(), less);
@@ -113,7 +112,11 @@ absl::Status SortKernel(const HloInstruction& instr, absl::Span<const void* cons
       return result.AsPred();
     };
     if (keyed != nullptr && keyed->Keys(values[0], start, rows.stride, rows.length, &keys)) {
-      keyed->Order(keys, &perm);
+      if (keyed->greater()) {
+        SortRow(rows.length, [&](int64_t a, int64_t b) { return keys[a] > keys[b]; }, &perm);
+      } else {
+        SortRow(rows.length, [&](int64_t a, int64_t b) { return keys[a] < keys[b]; }, &perm);
+      }
     } else {
       SortRow(rows.length, less, &perm);
     }

@@ -1,8 +1,5 @@
 #include "runtime/emulator/sort_keys.h"
 
-#include <algorithm>
-#include <cstring>
-#include <numeric>
 
 #include "absl/container/flat_hash_map.h"
 #include "hlo/ir/builder.h"
@@ -90,18 +87,6 @@ hlo::XlaOp CloneKey(hlo::XlaBuilder* b, const HloInstruction* x,
   return op;
 }
 
-bool KeyType(PrimitiveType t) {
-  switch (t) {
-    case PrimitiveType::kS8: case PrimitiveType::kS16: case PrimitiveType::kS32:
-    case PrimitiveType::kS64: case PrimitiveType::kU8: case PrimitiveType::kU16:
-    case PrimitiveType::kU32: case PrimitiveType::kU64: case PrimitiveType::kF16:
-    case PrimitiveType::kBF16: case PrimitiveType::kF32: case PrimitiveType::kF64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<SortKeys> SortKeys::Match(const hlo::HloComputation* comparator) {
@@ -112,14 +97,16 @@ std::unique_ptr<SortKeys> SortKeys::Match(const hlo::HloComputation* comparator)
   const std::string& type = root->attrs().comparison_type;
   const HloInstruction* lhs = root->operand(0);
   const PrimitiveType key_type = lhs->shape().element_type();
-  if (!KeyType(key_type) || !SameKey(lhs, root->operand(1), 0)) return nullptr;
+  if (!(hlo::IsFloatingPoint(key_type) || hlo::IsInteger(key_type)) ||
+      !SameKey(lhs, root->operand(1), 0)) {
+    return nullptr;
+  }
   // The compare's type must be the one its operands' type implies (XLA's
   // default), or TOTALORDER for floats.
-  const bool floating = hlo::IsFloatingPoint(key_type);
-  const bool is_unsigned = key_type == PrimitiveType::kU8 || key_type == PrimitiveType::kU16 ||
-                           key_type == PrimitiveType::kU32 || key_type == PrimitiveType::kU64;
-  const bool known = floating ? (type.empty() || type == "FLOAT" || type == "TOTALORDER")
-                              : (type.empty() || type == (is_unsigned ? "UNSIGNED" : "SIGNED"));
+  const bool known =
+      hlo::IsFloatingPoint(key_type)
+          ? (type.empty() || type == "FLOAT" || type == "TOTALORDER")
+          : (type.empty() || type == (hlo::IsUnsignedInteger(key_type) ? "UNSIGNED" : "SIGNED"));
   if (!known) return nullptr;
   auto keys = std::unique_ptr<SortKeys>(new SortKeys());
   hlo::XlaBuilder b("sort_key");
@@ -151,13 +138,13 @@ bool SortKeys::Keys(const std::vector<ScalarValue>& values, int64_t start, int64
   const uint64_t sign = uint64_t{1} << (bits - 1);
   const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
   const bool floating = hlo::IsFloatingPoint(type_);
-  const bool is_signed = type_ == PrimitiveType::kS8 || type_ == PrimitiveType::kS16 ||
-                         type_ == PrimitiveType::kS32 || type_ == PrimitiveType::kS64;
-  // Exponent bits all ones and a non-zero mantissa: NaN, per width.
+  const bool is_signed = hlo::IsSignedInteger(type_);
+  // Floats: the exponent field (all ones and a non-zero mantissa: NaN).
   const int mantissa = type_ == PrimitiveType::kF64    ? 52
                        : type_ == PrimitiveType::kF32  ? 23
                        : type_ == PrimitiveType::kBF16 ? 7
                                                        : 10;
+  const uint64_t exponent_all = (mask >> 1) & ~((uint64_t{1} << mantissa) - 1);
   ScalarValue key;
   for (int64_t j = 0; j < length; ++j) {
     key_->Eval(absl::MakeConstSpan(&values[start + j * stride], 1), &key);
@@ -166,7 +153,6 @@ bool SortKeys::Keys(const std::vector<ScalarValue>& values, int64_t start, int64
     uint64_t k;
     if (floating) {
       const uint64_t magnitude = v & (sign - 1);
-      const uint64_t exponent_all = (mask >> 1) & ~((uint64_t{1} << mantissa) - 1);
       const bool nan = (magnitude & exponent_all) == exponent_all && magnitude != exponent_all;
       if (!total_order_) {
         if (nan) return false;        // compares false both ways: no strict order
@@ -183,18 +169,6 @@ bool SortKeys::Keys(const std::vector<ScalarValue>& values, int64_t start, int64
     (*keys)[j] = k;
   }
   return true;
-}
-
-void SortKeys::Order(const std::vector<uint64_t>& keys, std::vector<int64_t>* perm) const {
-  perm->resize(keys.size());
-  std::iota(perm->begin(), perm->end(), 0);
-  if (greater_) {
-    std::stable_sort(perm->begin(), perm->end(),
-                     [&](int64_t a, int64_t b) { return keys[a] > keys[b]; });
-  } else {
-    std::stable_sort(perm->begin(), perm->end(),
-                     [&](int64_t a, int64_t b) { return keys[a] < keys[b]; });
-  }
 }
 
 }  // namespace tpuoff::runtime

@@ -5,7 +5,7 @@
 // NaN and -0 that way before a TOTALORDER compare), orders elements as their
 // keys f(x) do. The keys are computed once per element (O(n) evaluations
 // instead of O(n log n) comparator calls) and mapped to unsigned integers
-// whose order is the compare's; a stable sort by them gives the permutation
+// whose order is the compare's; the caller's stable sort by them gives the permutation
 // the comparator gives (the same strict weak order).
 #ifndef TPUOFF_RUNTIME_EMULATOR_SORT_KEYS_H_
 #define TPUOFF_RUNTIME_EMULATOR_SORT_KEYS_H_
@@ -30,8 +30,8 @@ class SortKeys {
   // a non-TOTALORDER float compare, which orders nothing strictly).
   bool Keys(const std::vector<ScalarValue>& values, int64_t start, int64_t stride,
             int64_t length, std::vector<uint64_t>* keys) const;
-  // The stable order of the row under the comparator, from its keys.
-  void Order(const std::vector<uint64_t>& keys, std::vector<int64_t>* perm) const;
+  // Whether the comparator orders by descending keys (GT), else ascending.
+  bool greater() const { return greater_; }
 
  private:
   std::unique_ptr<hlo::HloModule> module_;  // f as a one-parameter computation

@@ -270,12 +270,14 @@ int RunMain(const std::vector<std::string>& args) {
     }
     // The outputs directory holds the outputs and their manifest only.
     if (!f.outputs.empty()) {
-      std::error_code ec;
+      std::error_code out_ec, trace_ec;
       const std::filesystem::path out =
-          std::filesystem::absolute(f.outputs, ec).lexically_normal();
-      const std::filesystem::path tr = std::filesystem::absolute(f.trace, ec).lexically_normal();
+          std::filesystem::absolute(f.outputs, out_ec).lexically_normal();
+      const std::filesystem::path tr =
+          std::filesystem::absolute(f.trace, trace_ec).lexically_normal();
       const auto [end, at] = std::mismatch(out.begin(), out.end(), tr.begin(), tr.end());
-      if (!ec && (end == out.end() || (std::next(end) == out.end() && end->empty()))) {
+      if (!out_ec && !trace_ec &&
+          (end == out.end() || (std::next(end) == out.end() && end->empty()))) {
         return ReportUsageError(kCmd, absl::StrCat("--trace=", f.trace, " is --outputs=",
                                                    f.outputs, " or inside it (that directory ",
                                                    "holds only the outputs and their manifest)"));
